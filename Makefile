@@ -1,0 +1,37 @@
+# Two commands do all the set-up:  `make lab` opens the collection, `make test` runs every test.
+# Each creates the virtual environment (.venv) on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: lab test test-moto test-dynamodb-local notebooks bench dynamodb-local clean
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	touch $@
+
+lab: $(VENV)/.installed
+	$(BIN)/jupyter lab notebooks/
+
+test: $(VENV)/.installed
+	$(BIN)/python tools/run_tests.py
+
+test-moto: $(VENV)/.installed
+	$(BIN)/python tools/run_tests.py --backend moto
+
+test-dynamodb-local: $(VENV)/.installed
+	$(BIN)/python tools/run_tests.py --backend dynamodb-local
+
+notebooks: $(VENV)/.installed
+	$(BIN)/python tools/refresh_notebooks.py
+
+bench: $(VENV)/.installed
+	$(BIN)/python tools/bench.py
+
+dynamodb-local: $(VENV)/.installed
+	$(BIN)/python -c "from helpers.dynamodb_local import find_jar_dir; print(find_jar_dir())"
+
+clean:
+	rm -rf $(VENV) .dynamodb-local

@@ -1,0 +1,33 @@
+"""Helpers for "Is it safe to retry?": plumbing only, never the lesson.
+
+Each module has one job; open the one a notebook names:
+
+    backends        connect(): moto (default), dynamodb-local or aws
+    faithful_moto   moto made atomic, and ClientRequestToken honoured
+    client_tokens   DynamoDB's ClientRequestToken rules
+    dynamodb_local  find, start and stop AWS's DynamoDB Local
+    faults          LostResponses: the write commits, the caller times out
+    virtual_backoff botocore's retry backoff on the virtual clock
+    clock           VirtualClock: time that only moves when told
+    ids             RequestIds: seeded, uuid-shaped request IDs
+    events          EventLog: rows of what happened, as a DataFrame
+    tables          fresh tables, wallets, consistent reads
+    validation      check_debit(): bad input fails before anything is sent
+    concurrency     race(): many threads, one instant
+    charts, notebook  display settings and small chart functions
+"""
+
+from . import charts, concurrency
+from .backends import connect
+from .clock import VirtualClock
+from .events import EventLog
+from .faults import LostResponses
+from .ids import RequestIds
+from .notebook import setup
+from .tables import fresh_table, open_wallet, read_balance, read_item
+from .validation import BadInput, WalletNotFound, check_debit
+
+__all__ = [
+    "connect", "VirtualClock", "EventLog", "LostResponses", "RequestIds", "setup",
+    "fresh_table", "open_wallet", "read_balance", "read_item", "BadInput", "WalletNotFound", "check_debit",
+]

@@ -1,0 +1,92 @@
+"""Lost responses: the write commits, the caller sees a timeout.
+
+A `LostResponses` schedule decides, for each write request a client sends,
+whether its response is lost on the way back. The request really reaches the
+table and DynamoDB really handles it (a successful write is applied; a failed
+condition fails); then the caller gets botocore's `ReadTimeoutError` instead
+of the answer. Because the error is raised inside botocore, botocore's
+own retry machinery is what resends (when SDK retries are on); with SDK retries
+off, the application sees the timeout and decides.
+
+The schedule is seeded, so the same requests are lost on every run and on
+every backend.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any, Iterable
+
+from botocore.exceptions import ReadTimeoutError
+
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+
+
+class LostResponses:
+    """Which write responses get lost.
+
+    >>> LostResponses(at=[0, 2]).decide_many(4)        # the 1st and 3rd are lost
+    [True, False, True, False]
+    >>> LostResponses(p=0.5, seed=1).decide_many(6)
+    [False, True, True, False, False, False]
+    """
+
+    def __init__(
+        self,
+        *,
+        p: float = 0.0,
+        seed: int = 0,
+        at: Iterable[int] = (),
+        operations: Iterable[str] = WRITES,
+    ) -> None:
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"p is a probability below 1 (a response must get through eventually), got {p!r}")
+        self.p = p
+        self.at = frozenset(at)
+        self.operations = frozenset(operations)
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.sent = 0            # write requests seen so far
+        self.lost: list[int] = []  # which of them lost their response
+
+    def decide(self) -> bool:
+        """Decide for the next write request: True if its response is lost."""
+        with self._lock:
+            n = self.sent
+            self.sent += 1
+            lose = n in self.at or (self.p > 0 and self._rng.random() < self.p)
+            if lose:
+                self.lost.append(n)
+            return lose
+
+    def decide_many(self, n: int) -> list[bool]:
+        """The next `n` decisions (handy for showing a schedule)."""
+        return [self.decide() for _ in range(n)]
+
+    def install(self, target: Any) -> "LostResponses":
+        """Lose responses of `target` (a boto3 client, resource or Table) from now on; returns self."""
+        client = _client_of(target)
+        endpoint = client._endpoint
+        original = endpoint._do_get_response
+
+        def do_get_response(request: Any, operation_model: Any, context: Any) -> Any:
+            if operation_model.name not in self.operations:
+                return original(request, operation_model, context)
+            lose = self.decide()
+            result = original(request, operation_model, context)
+            _answer, error = result  # ((http_response, parsed), None), or (None, exception)
+            if lose and error is None:  # DynamoDB answered (and applied the write); the answer is lost
+                return (None, ReadTimeoutError(endpoint_url=request.url))
+            return result
+
+        endpoint._do_get_response = do_get_response
+        return self
+
+
+def _client_of(target: Any) -> Any:
+    if hasattr(target, "_endpoint"):
+        return target
+    if hasattr(target, "meta") and hasattr(target.meta, "client"):
+        return target.meta.client
+    raise TypeError(f"expected a boto3 client, resource or Table, got {type(target).__name__}")

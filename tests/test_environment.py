@@ -1,0 +1,32 @@
+"""The set-up files agree with each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def requirements() -> list[str]:
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    return sorted(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def test_environment_yml_lists_the_same_pip_packages_as_requirements_txt():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert sorted(p for p in pip if p != "-e .") == requirements()
+    assert "-e ." in pip and "pip" in env["dependencies"]
+    assert any(str(d).startswith("python=3.11") for d in env["dependencies"])
+
+
+def test_every_requirement_is_pinned():
+    assert all("==" in line for line in requirements())
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make lab" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()

