@@ -83,11 +83,16 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("debit_name", ["debit_naive", "debit_idempotent"])
-@pytest.mark.parametrize("case, override, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
-def test_bad_input_is_refused_and_nothing_is_written(nb, table, debit_name, case, override, message):
-    if debit_name == "debit_naive" and "request ID" in case:
-        pytest.skip("the naive debit ignores the request ID")
+CASES = [
+    pytest.param(debit, override, message, id=f"{debit}: {case}")
+    for debit in ("debit_naive", "debit_idempotent")
+    for case, override, message in BAD_INPUTS
+    if not (debit == "debit_naive" and "request ID" in case)  # the naive debit ignores the request ID
+]
+
+
+@pytest.mark.parametrize("debit_name, override, message", CASES)
+def test_bad_input_is_refused_and_nothing_is_written(nb, table, debit_name, override, message):
     open_wallet(table, "alice", 100)
     before = table.scan(ConsistentRead=True)["Items"]
     args = dict(wallet_id="alice", amount=10, request_id="req-1") | override

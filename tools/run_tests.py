@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
+import xml.etree.ElementTree as ET
 import subprocess
 import sys
 import time
@@ -25,13 +27,27 @@ sys.path.insert(0, str(ROOT / "tools"))
 from notebook_list import notebooks  # noqa: E402
 
 
+COUNTS = {"passed": 0, "failed": 0, "skipped": 0}
+
+
 def pytest_tier(backend: str, env: dict[str, str]) -> int:
+    report = Path(tempfile.mkdtemp()) / "junit.xml"
     command = [
         sys.executable, "-m", "pytest", "tests", "notebooks", "--nbval", "--nbval-current-env",
-        "-p", "no:cacheprovider", "-q", "-rs",
+        "-p", "no:cacheprovider", "-q", "-rs", f"--junitxml={report}",
     ]
     print(f"\n=== {backend}: pytest (helpers' tests + strict nbval on every notebook) ===", flush=True)
-    return subprocess.run(command, cwd=ROOT, env=env).returncode
+    code = subprocess.run(command, cwd=ROOT, env=env).returncode
+    if report.exists():
+        suite = ET.parse(report).getroot().find("testsuite")
+        total, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped = int(suite.get("skipped", 0))
+        COUNTS["passed"] += total - failed - skipped
+        COUNTS["failed"] += failed
+        COUNTS["skipped"] += skipped
+    elif code:
+        COUNTS["failed"] += 1
+    return code
 
 
 def nbclient_tier(backend: str, env: dict[str, str]) -> int:
@@ -48,8 +64,10 @@ def nbclient_tier(backend: str, env: dict[str, str]) -> int:
                 NotebookClient(nb, timeout=600, kernel_name="python3",
                                resources={"metadata": {"path": str(path.parent)}}).execute()
                 print(f"ok      {path.relative_to(ROOT)} ({time.perf_counter() - started:.1f} s)", flush=True)
+                COUNTS["passed"] += 1
             except Exception as error:  # report every notebook, then fail
                 failures += 1
+                COUNTS["failed"] += 1
                 print(f"FAILED  {path.relative_to(ROOT)}: {type(error).__name__}: {str(error)[-1500:]}", flush=True)
     finally:
         os.environ.clear()
@@ -87,6 +105,7 @@ def main() -> int:
     print("\n=== summary ===")
     for backend, failed in results.items():
         print(f"{backend:>15}: {'passed' if failed == 0 else 'FAILED'}")
+    print(f"{COUNTS['passed']} passed, {COUNTS['failed']} failed, {COUNTS['skipped']} skipped")
     return 1 if any(results.values()) else 0
 
 
