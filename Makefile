@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab test test-moto test-dynamodb-local notebooks bench dynamodb-local clean
+.PHONY: lab test test-moto test-dynamodb-local notebooks bench fidelity dynamodb-local clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,10 @@ test: $(VENV)/.installed
 test-moto: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py --backend moto
 
-test-dynamodb-local: $(VENV)/.installed
+test-fidelity: $(VENV)/.installed
+	$(BIN)/python tools/fidelity.py
+
+dynamodb-local: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py --backend dynamodb-local
 
 notebooks: $(VENV)/.installed
@@ -29,6 +32,9 @@ notebooks: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python tools/bench.py
+
+fidelity: $(VENV)/.installed
+	$(BIN)/python tools/fidelity.py
 
 dynamodb-local: $(VENV)/.installed
 	$(BIN)/python -c "from helpers.dynamodb_local import find_jar_dir; print(find_jar_dir())"
