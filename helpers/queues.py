@@ -1,0 +1,97 @@
+"""An SQS consumer that can crash between doing the work and deleting the message.
+
+SQS delivers *at least once*. A consumer receives a message, which makes it
+invisible for the queue's visibility timeout; it does the work; then it deletes
+the message. If it dies after the work but before `DeleteMessage` (a Lambda
+timeout, a crash, a lost connection), the message becomes visible again when the
+timeout runs out and is delivered again, with ``ApproximateReceiveCount`` one higher.
+
+`Consumer.poll()` is that loop body, once. `crash_before_delete` says which of
+the consumer's deliveries (1 = its first) die just before the delete.
+
+SQS always comes from moto here. Put moto's SQS on the virtual clock first
+(`helpers.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
+with `clock.advance(...)` instead of a sleep.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from .validation import BadInput
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One message the consumer received."""
+
+    number: int            # the consumer's own count: 1 for its first delivery
+    receive_count: int     # SQS's ApproximateReceiveCount for this message
+    body: Any              # the message body, parsed from JSON
+    outcome: Any           # what the handler returned
+    deleted: bool          # False when the consumer crashed before DeleteMessage
+
+
+def fresh_queue(sqs: Any, name: str, *, visibility_timeout: int = 30) -> str:
+    """An empty standard queue called `name` with the given visibility timeout; returns its URL."""
+    if isinstance(visibility_timeout, bool) or not isinstance(visibility_timeout, int) or not 0 <= visibility_timeout <= 43_200:
+        raise BadInput(f"visibility_timeout must be a whole number of seconds from 0 to 43200, got {visibility_timeout!r}")
+    try:
+        sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName=name)["QueueUrl"])
+    except sqs.exceptions.QueueDoesNotExist:
+        pass
+    return sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": str(visibility_timeout)})["QueueUrl"]
+
+
+class Consumer:
+    """Receive one message at a time, hand its body to `handle`, then delete it (unless told to crash)."""
+
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        handle: Callable[[Any], Any],
+        *,
+        crash_before_delete: Iterable[int] = (),
+        timeline: Any = None,
+    ) -> None:
+        if not callable(handle):
+            raise TypeError(f"handle must be callable, got {type(handle).__name__}")
+        crashes = set(crash_before_delete)
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in crashes):
+            raise BadInput(f"crash_before_delete lists deliveries by number, 1 or more, got {sorted(crashes, key=str)!r}")
+        self.sqs, self.queue_url, self.handle = sqs, queue_url, handle
+        self.crash_before_delete = frozenset(crashes)
+        self.timeline = timeline
+        self.deliveries: list[Delivery] = []
+
+    def _note(self, lane: str, event: str, to: str | None = None) -> None:
+        if self.timeline is not None:
+            self.timeline.record(lane, event, to=to)
+
+    def poll(self) -> Delivery | None:
+        """One short poll: None if no message is visible, else the delivery it handled."""
+        answer = self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=1, WaitTimeSeconds=0,
+            AttributeNames=["ApproximateReceiveCount"],
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            self._note("consumer", "polls: nothing visible")
+            return None
+        message = messages[0]
+        number = len(self.deliveries) + 1
+        receive_count = int(message["Attributes"]["ApproximateReceiveCount"])
+        self._note("queue", f"delivers (receive count {receive_count})", to="consumer")
+        outcome = self.handle(json.loads(message["Body"]))
+        deleted = number not in self.crash_before_delete
+        if deleted:
+            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self._note("consumer", "DeleteMessage", to="queue")
+        else:
+            self._note("consumer", "crashes before DeleteMessage")
+        delivery = Delivery(number, receive_count, json.loads(message["Body"]), outcome, deleted)
+        self.deliveries.append(delivery)
+        return delivery

@@ -1,0 +1,120 @@
+"""Swimlane timelines: who saw what, and when, in virtual time.
+
+A `Timeline` records events on named lanes (``client``, ``gateway``,
+``handler``, ``table`` …) at the virtual clock's current time, or at a given
+time. `swimlanes(frame, lanes=...)` draws them: one horizontal lane per party,
+time on the x-axis, a dot per event with its label, and an arrow for an event
+sent *to* another lane. Red dots mark where someone lost track: a timeout, an
+error, a crash, an answer nobody receives. The chart is drawn from the same table the notebook
+prints, so the numbers behind it are always on the page.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from .clock import VirtualClock
+from .events import EventLog
+from .validation import BadInput
+
+COLUMNS = ["t", "lane", "event", "to"]
+
+
+class Timeline:
+    """Events on lanes, timed in virtual seconds since the timeline was made.
+
+    >>> clock = VirtualClock(start=100)
+    >>> timeline = Timeline(clock)
+    >>> timeline.record("client", "sends", to="handler")
+    >>> _ = clock.advance(5)
+    >>> timeline.record("client", "gives up")
+    >>> timeline.frame().values.tolist()
+    [[0.0, 'client', 'sends', 'handler'], [5.0, 'client', 'gives up', '']]
+    """
+
+    def __init__(self, clock: VirtualClock) -> None:
+        if not isinstance(clock, VirtualClock):
+            raise BadInput(f"a Timeline needs a VirtualClock, got {type(clock).__name__}")
+        self.clock = clock
+        self.start = clock.now()
+        self._log = EventLog()
+
+    def record(self, lane: str, event: str, *, to: str | None = None, at: float | None = None) -> None:
+        """Note `event` on `lane`, now (or at virtual time `at`); `to` names the lane it was sent to."""
+        for name, value in (("lane", lane), ("event", event)):
+            if not isinstance(value, str) or not value.strip():
+                raise BadInput(f"{name} must be a non-empty string, got {value!r}")
+        if to is not None and (not isinstance(to, str) or not to.strip() or to == lane):
+            raise BadInput(f"to must name another lane, got {to!r}")
+        when = self.clock.now() if at is None else at
+        if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when) or when < self.start:
+            raise BadInput(f"an event's time must be a finite virtual time after the timeline began, got {when!r}")
+        self._log.record(t=round(float(when) - self.start, 3), lane=lane, event=event, to=to or "")
+
+    def frame(self) -> pd.DataFrame:
+        """The events in time order (events at the same time keep the order they were recorded in)."""
+        frame = self._log.frame() if len(self._log) else pd.DataFrame(columns=COLUMNS)
+        return frame.sort_values("t", kind="stable").reset_index(drop=True)[COLUMNS]
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+
+def _check(frame: Any, lanes: Sequence[str]) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise BadInput(f"swimlanes draws a DataFrame, got {type(frame).__name__}")
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise BadInput(f"the events table lacks column(s) {', '.join(missing)}; it needs {', '.join(COLUMNS)}")
+    if frame.empty:
+        raise BadInput("there are no events to draw")
+    if not lanes or len(set(lanes)) != len(lanes):
+        raise BadInput(f"lanes must be distinct lane names, got {list(lanes)!r}")
+    unknown = sorted((set(frame["lane"]) | set(frame["to"]) - {""}) - set(lanes))
+    if unknown:
+        raise BadInput(f"events on lanes not in {list(lanes)!r}: {', '.join(map(repr, unknown))}")
+    times = pd.to_numeric(frame["t"], errors="coerce")
+    if times.isna().any() or not times.map(math.isfinite).all() or (times < 0).any():
+        raise BadInput("every event needs a finite time t >= 0")
+
+
+def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: str = "virtual time (s)") -> None:
+    """Draw `frame` (columns t, lane, event, to) as one lane per party, top to bottom in `lanes` order."""
+    _check(frame, lanes)
+    row = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}   # the first lane on top
+    span = max(float(frame["t"].max()), 1.0)
+    fig, ax = plt.subplots(figsize=(10.0, 1.1 * len(lanes) + 1.2))
+    for lane, y in row.items():
+        ax.axhline(y, color="0.85", linewidth=1, zorder=0)
+    width_px = fig.get_figwidth() * fig.dpi * 0.8             # roughly the axes' width in pixels
+    per_px = span * 1.28 / width_px                              # data units per pixel along x
+    levels = [(6, "bottom"), (18, "bottom"), (-8, "top"), (-20, "top")]   # label offsets in points
+    busy: dict[tuple[str, int], float] = {}                      # (lane, level) -> x where its last label ends
+    for _, event in frame.iterrows():
+        t, y = float(event["t"]), row[event["lane"]]
+        if event["to"]:
+            ax.annotate("", xy=(t, row[event["to"]]), xytext=(t, y),
+                        arrowprops={"arrowstyle": "->", "color": "tab:blue", "alpha": 0.6})
+        ax.plot([t], [y], "o", color="tab:red" if _looks_bad(event["event"]) else "black", markersize=5, zorder=3)
+        free = [i for i in range(len(levels)) if busy.get((event["lane"], i), -math.inf) < t]
+        level = free[0] if free else min(range(len(levels)), key=lambda i: busy[(event["lane"], i)])
+        busy[(event["lane"], level)] = t + (len(event["event"]) * 5.6 + 20) * per_px
+        dy, va = levels[level]
+        ax.annotate(event["event"], (t, y), xytext=(4, dy), textcoords="offset points", fontsize=8, va=va)
+    ax.set_yticks(list(row.values()), list(row.keys()))
+    ax.set_ylim(-0.7, len(lanes) - 0.2)
+    ax.set_xlim(-span * 0.03, span * 1.25)
+    ax.grid(False)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("who")
+    plt.show()
+
+
+def _looks_bad(text: str) -> bool:
+    words = ("504", "502", "timeout", "timed out", "crash", "gives up", "lost", "gone", "discarded", "Error")
+    return any(word in text for word in words)
