@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import threading
 
+# 2030-03-17, deliberately in the future. DynamoDB Local really deletes items whose TTL
+# attribute is in the past (within a second or so, measured); moto never does. Starting
+# virtual time after the wall clock keeps `expires_at = now + window` in the future on
+# every backend, so no backend deletes an item the lesson still reads. Expiry that a
+# lesson depends on is checked in code, against this clock.
+START = 1_900_000_000.0
+
 
 class VirtualClock:
     """Seconds since an arbitrary epoch, advanced explicitly.
@@ -20,7 +27,7 @@ class VirtualClock:
     1029.5
     """
 
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
+    def __init__(self, start: float = START) -> None:
         self._now = float(start)
         self._lock = threading.Lock()
 

@@ -16,5 +16,5 @@ NBSTRIPOUT_FLAGS = [
     "--keep-output",
     "--keep-count",
     "--extra-keys",
-    "metadata.language_info.version metadata.kernelspec.display_name cell.metadata.execution",
+    "metadata.language_info.version cell.metadata.execution",
 ]

@@ -22,6 +22,7 @@ from notebook_list import NBSTRIPOUT_FLAGS, notebooks  # noqa: E402
 
 def refresh(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     nbformat.write(nb, path)
     subprocess.run([sys.executable, "-m", "nbstripout", *NBSTRIPOUT_FLAGS, str(path)], check=True)
