@@ -14,6 +14,15 @@ Each module has one job; open the one a notebook names:
     tables          fresh tables, wallets, consistent reads
     validation      check_debit(): bad input fails before anything is sent
     concurrency     race(): many threads, one instant
+    exercises       check_retry_safe_debit(): instant feedback for "Your turn"
+    attempts        watch_attempts(): every request on the wire, botocore's retries included
+    gateway         an API Gateway with an integration timeout, in virtual time
+    queues          fresh_queue() and a Consumer that can crash before deleting
+    sqs_clock       moto's SQS visibility timeouts on the virtual clock
+    swimlanes       Timeline and swimlanes(): who saw what, and when
+    payment_provider  a fake provider that honours an idempotency key
+    powertools_clock  Powertools' idempotency utility on the virtual clock
+    call_counter    round trips and writes per operation
     charts, notebook  display settings and small chart functions
 """
 
