@@ -9,7 +9,10 @@ call that carries a `ClientRequestToken`:
 * the same token with different parameters fails with
   `IdempotentParameterMismatchException`;
 * a call that failed records nothing: its token may be used again;
-* a token longer than 36 characters is a `ValidationException`.
+* a token longer than 36 characters is a `ValidationException`;
+* what the caller asks to have *reported* (`ReturnConsumedCapacity`,
+  `ReturnItemCollectionMetrics`) is not one of the compared parameters: a
+  replay may ask for capacity when the first call did not, and gets it.
 
 `TokenLedger.answer` applies those rules in front of moto, on the virtual clock.
 """
@@ -17,6 +20,7 @@ call that carries a `ClientRequestToken`:
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,6 +31,7 @@ from .clock import VirtualClock
 
 WINDOW_SECONDS = 600.0
 MAX_TOKEN_LENGTH = 36
+REPORTING_PARAMETERS = ("ReturnConsumedCapacity", "ReturnItemCollectionMetrics")
 
 
 @dataclass(frozen=True)
@@ -51,10 +56,21 @@ class TokenLedger:
         self.clock = clock
         self._seen: dict[str, _Recorded] = {}
 
-    def answer(self, request: Any, execute: Callable[[], AWSResponse]) -> AWSResponse:
-        """Answer a TransactWriteItems `request`, calling `execute` only when DynamoDB would."""
+    def answer(
+        self,
+        request: Any,
+        execute: Callable[[], AWSResponse],
+        replayed: Callable[[bytes], bytes] | None = None,
+    ) -> AWSResponse:
+        """Answer a TransactWriteItems `request`, calling `execute` only when DynamoDB would.
+
+        `replayed`, if given, rewrites the recorded body of a replay (e.g. its ConsumedCapacity,
+        which follows what the replay asked for).
+        """
         params = json.loads(request.body or b"{}")
         token = params.pop("ClientRequestToken", None)
+        for name in REPORTING_PARAMETERS:
+            params.pop(name, None)
         if token is None:
             return execute()
         if len(token) > MAX_TOKEN_LENGTH:
@@ -69,7 +85,12 @@ class TokenLedger:
         if seen is not None and self.clock.now() - seen.completed_at < WINDOW_SECONDS:
             if seen.fingerprint != fingerprint:
                 return _error(request.url, "IdempotentParameterMismatchException", "")
-            return AWSResponse(request.url, seen.status, seen.headers, MockRawResponse(seen.body))
+            body = replayed(seen.body) if replayed is not None else seen.body
+            headers = dict(seen.headers)
+            if body is not seen.body:
+                headers = {h: v for h, v in headers.items() if h.lower() not in ("x-amz-crc32", "content-length")}
+                headers["x-amz-crc32"] = str(zlib.crc32(body) & 0xFFFFFFFF)
+            return AWSResponse(request.url, seen.status, headers, MockRawResponse(body))
         response = execute()
         if response.status_code == 200:
             self._seen[token] = _Recorded(

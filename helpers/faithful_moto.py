@@ -12,6 +12,12 @@ closes them for every DynamoDB client the helpers hand out:
   replays the first answer within ten minutes and rejects a changed request
   under the same token. `client_tokens.TokenLedger` does the same here, on
   the virtual clock.
+* **ConsumedCapacity.** moto reports UpdateItem as 0.5 write units and
+  transactions as an empty list. For GetItem, PutItem, UpdateItem,
+  DeleteItem and TransactWriteItems asked for ``ReturnConsumedCapacity``
+  (TOTAL or INDEXES), the figures are replaced with what DynamoDB Local
+  reports, by the rules in `capacity.py` (sizes of the items before and
+  after the request, read from moto's own tables).
 
 It also refuses to let any request leave the machine: a request moto cannot
 answer raises instead of being sent.
@@ -19,11 +25,17 @@ answer raises instead of being sent.
 
 from __future__ import annotations
 
+import json
 import threading
+import zlib
 from typing import Any
 
+from botocore.awsrequest import AWSResponse
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber
 
+from . import capacity
 from .client_tokens import TokenLedger
 from .clock import VirtualClock
 
@@ -46,10 +58,50 @@ class FaithfulMoto:
         return client
 
     def __call__(self, request: Any, event_name: str = "", **kwargs: Any) -> Any:
+        operation = event_name.rsplit(".", 1)[-1]
         with self._lock:
-            if event_name.endswith(".TransactWriteItems"):
-                return self.tokens.answer(request, lambda: self._moto(request, event_name))
+            if operation == "TransactWriteItems":
+                return self.tokens.answer(
+                    request,
+                    lambda: self._counted(request, event_name, operation),
+                    replayed=lambda body: _replayed_capacity(request, body),
+                )
+            return self._counted(request, event_name, operation)
+
+    def _counted(self, request: Any, event_name: str, operation: str) -> Any:
+        """Answer from moto; where capacity was asked for, report it as DynamoDB Local does."""
+        if operation not in _CAPACITY_OPERATIONS:
             return self._moto(request, event_name)
+        params = json.loads(request.body or b"{}")
+        mode = params.get("ReturnConsumedCapacity", "NONE")
+        if mode not in ("TOTAL", "INDEXES"):
+            return _without_capacity(self._moto(request, event_name))
+        tables = _moto_tables(request.url)
+        try:
+            targets = _targets(tables, operation, params)
+        except Exception:  # no such table, a malformed request: let moto give its own error
+            return self._moto(request, event_name)
+        before = [_stored(tables, table, key) for _, table, key in targets]
+        response = self._moto(request, event_name)
+        if response.status_code != 200:
+            return response
+        after = [_stored(tables, table, key) for _, table, key in targets]
+        if operation == "TransactWriteItems":
+            per_table = capacity.transaction_units(
+                (table, capacity.action_kilobytes(action, old, new))
+                for (action, table, _), old, new in zip(targets, before, after)
+            )
+            figure: Any = [capacity.consumed(t, units, mode) for t, units in sorted(per_table.items())]
+        else:
+            (_, table, _), old, new = targets[0], before[0], after[0]
+            if operation == "GetItem":
+                units = capacity.read_units(old, consistent=bool(params.get("ConsistentRead")))
+            else:
+                units = capacity.write_units(old, new)
+            figure = capacity.consumed(table, units, mode)
+        body = json.loads(response.content or b"{}")
+        body["ConsumedCapacity"] = figure
+        return _with_body(response, json.dumps(body).encode())
 
     def _moto(self, request: Any, event_name: str) -> Any:
         response = botocore_stubber(event_name=event_name, request=request)
@@ -59,3 +111,77 @@ class FaithfulMoto:
                 "the moto backend answers everything in-process"
             )
         return response
+
+
+_CAPACITY_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
+
+
+def _replayed_capacity(request: Any, body: bytes) -> bytes:
+    """A token replay reports capacity as its own request asks (measured on DynamoDB Local).
+
+    The figure is the one the transaction's items would cost now (before = after: nothing changes).
+    """
+    params = json.loads(request.body or b"{}")
+    mode = params.get("ReturnConsumedCapacity", "NONE")
+    answer = json.loads(body or b"{}")
+    answer.pop("ConsumedCapacity", None)
+    if mode in ("TOTAL", "INDEXES"):
+        tables = _moto_tables(request.url)
+        targets = _targets(tables, "TransactWriteItems", params)
+        current = [_stored(tables, table, key) for _, table, key in targets]
+        per_table = capacity.transaction_units(
+            (table, capacity.action_kilobytes(action, item, item)) for (action, table, _), item in zip(targets, current)
+        )
+        answer["ConsumedCapacity"] = [capacity.consumed(t, units, mode) for t, units in sorted(per_table.items())]
+    return json.dumps(answer).encode()
+
+
+def _moto_tables(url: str) -> Any:
+    """moto's in-process DynamoDB backend for the region in `url` (its tables hold wire-format items)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    region = url.split("//", 1)[-1].split(".")[1]
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+
+
+def _targets(tables: Any, operation: str, params: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(action, table name, key) for every item the request touches."""
+    if operation == "TransactWriteItems":
+        actions = [next(iter(entry.items())) for entry in params["TransactItems"]]
+    else:
+        actions = [(operation.removesuffix("Item"), params)]
+    targets = []
+    for action, spec in actions:
+        table = spec["TableName"]
+        if "Key" in spec:
+            key = spec["Key"]
+        else:
+            names = [n for n in (tables.get_table(table).hash_key_attr, tables.get_table(table).range_key_attr) if n]
+            key = {name: spec["Item"][name] for name in names}
+        targets.append((action, table, key))
+    return targets
+
+
+def _stored(tables: Any, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+    item = tables.get_item(table, key)
+    return None if item is None else item.to_json()["Attributes"]
+
+
+def _without_capacity(response: Any) -> Any:
+    """DynamoDB sends no ConsumedCapacity unless asked; moto sometimes does."""
+    if response.status_code != 200 or b"ConsumedCapacity" not in (response.content or b""):
+        return response
+    body = json.loads(response.content)
+    body.pop("ConsumedCapacity", None)
+    return _with_body(response, json.dumps(body).encode())
+
+
+def _with_body(response: Any, body: bytes) -> AWSResponse:
+    headers = dict(response.headers)
+    if "x-amz-crc32" in {h.lower() for h in headers}:
+        headers = {h: v for h, v in headers.items() if h.lower() != "x-amz-crc32"}
+        headers["x-amz-crc32"] = str(zlib.crc32(body) & 0xFFFFFFFF)
+    if any(h.lower() == "content-length" for h in headers):
+        headers = {h: v for h, v in headers.items() if h.lower() != "content-length"}
+        headers["Content-Length"] = str(len(body))
+    return AWSResponse(response.url, response.status_code, headers, MockRawResponse(body))

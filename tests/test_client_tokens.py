@@ -80,3 +80,23 @@ def test_the_window_closes_after_ten_minutes_of_virtual_time(db, table):
     db.clock.advance(2)
     debit(table, 10, "token-4")
     assert read_balance(table, "w") == 80        # outside it: a new request
+
+
+def test_what_is_reported_is_not_compared(table):
+    """A replay may ask for ConsumedCapacity (or not) unlike the first call: still a replay (DynamoDB Local)."""
+    open_wallet(table, "w", 100)
+    update = {"Update": {
+        "TableName": table.name, "Key": {"pk": "w"},
+        "UpdateExpression": "SET balance = balance - :a", "ExpressionAttributeValues": {":a": 10},
+    }}
+    client = table.meta.client
+    client.transact_write_items(ClientRequestToken="token-5", TransactItems=[update])
+    replay = client.transact_write_items(ClientRequestToken="token-5", TransactItems=[update],
+                                         ReturnConsumedCapacity="TOTAL")
+    assert replay["ConsumedCapacity"] == [{"TableName": table.name, "CapacityUnits": 2.0}]
+    indexes = client.transact_write_items(ClientRequestToken="token-5", TransactItems=[update],
+                                          ReturnConsumedCapacity="INDEXES", ReturnItemCollectionMetrics="SIZE")
+    assert indexes["ConsumedCapacity"] == [{"TableName": table.name, "CapacityUnits": 2.0, "Table": {"CapacityUnits": 2.0}}]
+    quiet = client.transact_write_items(ClientRequestToken="token-5", TransactItems=[update])
+    assert "ConsumedCapacity" not in quiet
+    assert read_balance(table, "w") == 90

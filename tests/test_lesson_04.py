@@ -1,0 +1,211 @@
+"""Notebook 04's own functions: where the last_request_id debit stops, caught failing.
+
+Property-based tests generate delivery schedules (duplicates, reorderings, lost responses): the
+last_request_id debit double-applies exactly when a request returns after a different one (ABA), and the
+ledger never does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import helpers
+from helpers import LostResponses
+from helpers.concurrency import race
+from notebook_code import lesson
+
+NB = "04_where_it_stops.ipynb"
+REQUESTS = {"A": 10, "B": 20, "C": 40, "D": 80}
+START = 10_000
+_wallets = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return lesson(NB)
+
+
+@pytest.fixture(scope="module")
+def name(db):
+    """One table for the module (sort key sk); every example uses wallets of its own."""
+    table_name = f"test-04-{uuid.uuid4().hex[:8]}"
+    helpers.fresh_table(db, table_name, sort_key="sk")
+    return table_name
+
+
+def new_wallet(nb, table, balance=START):
+    wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:6]}"
+    nb["open_wallet"](table, wallet_id, balance)
+    return wallet_id
+
+
+def has_aba(order):
+    """Does some request come back after a different request was delivered?"""
+    return any(order[i] == order[k] != order[j] for i, j, k in itertools.combinations(range(len(order)), 3))
+
+
+def last_request_id_model(order):
+    """What the last_request_id debit takes: every delivery unlike the one just before it."""
+    return sum(REQUESTS[r] for n, r in enumerate(order) if n == 0 or order[n - 1] != r)
+
+
+def deliver(nb, db, name, debit, order, lost=()):
+    """Deliver `order` to a new wallet through a client that loses the responses at positions `lost`."""
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table)
+    LostResponses(at=lost).install(table)
+    seen = []
+    for request in order:
+        try:
+            seen.append(debit(table, wallet_id, REQUESTS[request], f"{wallet_id}-{request}"))
+        except ReadTimeoutError:
+            seen.append("timeout")
+    return nb["read_balance"](table, wallet_id), seen
+
+
+orders = st.lists(st.sampled_from(sorted(REQUESTS)), min_size=1, max_size=8)
+schedules = orders.flatmap(lambda order: st.tuples(
+    st.just(order), st.sets(st.integers(0, len(order) - 1), max_size=len(order))))
+SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+
+
+# --- 1 · ABA --------------------------------------------------------------
+
+def test_aba_debits_twice(nb, db, name):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    debit = nb["debit_idempotent"]
+    assert [debit(table, wallet_id, a, r) for a, r in [(10, "A"), (20, "B"), (10, "A")]] == ["applied"] * 3
+    assert nb["read_balance"](table, wallet_id) == 60             # the truth is 70
+    assert debit(table, wallet_id, 10, "A") == "already applied"   # right behind itself: caught
+
+
+@SETTINGS
+@given(schedule=schedules)
+def test_property_last_request_id_double_applies_exactly_in_the_aba_shape(nb, db, name, schedule):
+    order, lost = schedule
+    balance, _ = deliver(nb, db, name, nb["debit_idempotent"], order, sorted(lost))
+    truth = START - sum(REQUESTS[r] for r in set(order))
+    assert balance == START - last_request_id_model(order)       # lost responses change nothing stored
+    assert (balance != truth) == has_aba(order)
+
+
+@SETTINGS
+@given(schedule=schedules)
+def test_property_the_ledger_never_double_applies(nb, db, name, schedule):
+    order, lost = schedule
+    balance, seen = deliver(nb, db, name, nb["debit_ledger"], order, sorted(lost))
+    assert balance == START - sum(REQUESTS[r] for r in set(order))
+    firsts = {order.index(r) for r in set(order)}
+    assert all(s in ("applied", "timeout") for n, s in enumerate(seen) if n in firsts)
+    assert all(s in ("already applied", "timeout") for n, s in enumerate(seen) if n not in firsts)
+
+
+def test_the_notebooks_search_finds_aba_for_last_request_id_and_nothing_for_the_ledger(nb, db, name):
+    table = db.table(name)
+    assert nb["smallest_counterexample"](nb["debit_idempotent"], table) == ["A", "B", "A"]
+    assert nb["smallest_counterexample"](nb["debit_ledger"], table) is None
+
+
+@pytest.mark.parametrize("debit_name", ["debit_idempotent", "debit_ledger"])
+def test_concurrent_duplicates_apply_once(nb, db, name, debit_name):
+    table = db.table(name)
+    debit = nb[debit_name]
+    for round_number in range(5):
+        wallet_id = new_wallet(nb, table, 100)
+        outcomes = race(lambda i: debit(table, wallet_id, 5, f"r{round_number}"), threads=8)
+        assert outcomes.count("applied") == 1 and outcomes.count("already applied") == 7
+        assert nb["read_balance"](table, wallet_id) == 95
+
+
+def test_concurrent_duplicates_after_another_request_still_slip_through_last_request_id(nb, db, name):
+    """ABA under concurrency: one late copy of A after B is applied again, the others are refused."""
+    table = db.table(name)
+    debit = nb["debit_idempotent"]
+    wallet_id = new_wallet(nb, table, 100)
+    debit(table, wallet_id, 10, "A")
+    debit(table, wallet_id, 20, "B")
+    outcomes = race(lambda i: debit(table, wallet_id, 10, "A"), threads=8)
+    assert outcomes.count("applied") == 1
+    assert nb["read_balance"](table, wallet_id) == 60
+
+
+# --- 3 · the overdraft guard -------------------------------------------------
+
+def test_the_guard_makes_the_failure_ambiguous_until_all_old(nb, db, name):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 30)
+    ambiguous, guarded = nb["debit_guarded_ambiguous"], nb["debit_guarded"]
+    assert guarded(table, wallet_id, 10, "r1") == "applied"
+    assert ambiguous(table, wallet_id, 10, "r1") == ambiguous(table, wallet_id, 50, "r2") == "ConditionalCheckFailedException"
+    assert guarded(table, wallet_id, 10, "r1") == "already applied"
+    assert guarded(table, wallet_id, 50, "r2") == "insufficient funds"
+    assert nb["read_balance"](table, wallet_id) == 20
+
+
+@SETTINGS
+@given(debits=st.lists(st.tuples(st.sampled_from("ABC"), st.integers(1, 60)), min_size=1, max_size=8))
+def test_property_the_guard_never_overdraws_and_names_the_reason(nb, db, name, debits):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    balance, last = 100, None
+    for request, amount in debits:
+        outcome = nb["debit_guarded"](table, wallet_id, amount, request)
+        if request == last:
+            expected = "already applied"
+        elif amount > balance:
+            expected = "insufficient funds"
+        else:
+            expected, balance, last = "applied", balance - amount, request
+        assert outcome == expected
+    assert nb["read_balance"](table, wallet_id) == balance >= 0
+
+
+# --- 4 · no replay -----------------------------------------------------------
+
+def test_a_retry_gets_no_receipt(nb, db, name):
+    table, client_side = db.table(name), db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    LostResponses(at=[0]).install(client_side)
+    with pytest.raises(ReadTimeoutError):
+        nb["debit_with_receipt"](client_side, wallet_id, 10, "A")
+    assert nb["debit_with_receipt"](client_side, wallet_id, 10, "A") == {"outcome": "already applied", "new_balance": None}
+    assert nb["debit_with_receipt"](table, wallet_id, 5, "B") == {"outcome": "applied", "new_balance": 85}
+
+
+# --- bad input ---------------------------------------------------------------
+
+BAD = [
+    (dict(amount=-10), "amount must be positive"),
+    (dict(amount=2.5), "not a float"),
+    (dict(request_id=""), "must not be empty"),
+    (dict(request_id="x" * 37), "at most 36"),
+    (dict(wallet_id=""), "wallet_id must be a non-empty string"),
+    (dict(wallet_id="nobody"), "wallet 'nobody' does not exist"),
+]
+
+
+@pytest.mark.parametrize("debit_name", ["debit_idempotent", "debit_ledger", "debit_guarded", "debit_with_receipt"])
+@pytest.mark.parametrize("override, message", BAD, ids=[m for _, m in BAD])
+def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, override, message):
+    table = fresh(sort_key="sk")
+    nb["open_wallet"](table, "alice", 100)
+    before = table.scan(ConsistentRead=True)["Items"]
+    args = dict(wallet_id="alice", amount=10, request_id="req-1") | override
+    with pytest.raises((ValueError, LookupError), match=message):
+        nb[debit_name](table, args["wallet_id"], args["amount"], args["request_id"])
+    assert table.scan(ConsistentRead=True)["Items"] == before
+
+
+def test_other_errors_are_not_swallowed(nb, db):
+    missing = db.table("no-such-table-04")
+    for debit_name in ("debit_idempotent", "debit_ledger", "debit_guarded"):
+        with pytest.raises(ClientError) as error:
+            nb[debit_name](missing, "alice", 10, "req-1")
+        assert error.value.response["Error"]["Code"] == "ResourceNotFoundException"

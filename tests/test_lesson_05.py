@@ -1,0 +1,287 @@
+"""Notebook 05's own functions: the request ledger, ClientRequestToken, and what each pattern costs.
+
+Property-based tests generate schedules of duplicate and reordered deliveries, lost responses and
+concurrent copies: the ledger and token patterns never double-apply; last_request_id does, exactly in the
+ABA shape.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import helpers
+from helpers import LostResponses
+from helpers.concurrency import race
+from helpers.meter import CapacityMeter
+from notebook_code import cells, lesson
+
+NB = "05_remembering_every_request.ipynb"
+REQUESTS = {"A": 10, "B": 20, "C": 40, "D": 80}
+START = 10_000
+_wallets = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return lesson(NB)
+
+
+@pytest.fixture(scope="module")
+def name(db):
+    table_name = f"test-05-{uuid.uuid4().hex[:8]}"
+    helpers.fresh_table(db, table_name, sort_key="sk")
+    return table_name
+
+
+def new_wallet(nb, table, balance=START):
+    wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:8]}"
+    nb["open_wallet"](table, wallet_id, balance)
+    return wallet_id
+
+
+def has_aba(order):
+    return any(order[i] == order[k] != order[j] for i, j, k in itertools.combinations(range(len(order)), 3))
+
+
+def deliver(nb, db, name, debit, order, lost=(), sdk_retries=False):
+    """Deliver `order` to a new wallet; the responses at positions `lost` are lost (the writes commit)."""
+    table = db.table(name, sdk_retries=sdk_retries)
+    wallet_id = new_wallet(nb, table)
+    LostResponses(at=lost).install(table)
+    seen = []
+    for request in order:
+        try:
+            seen.append(debit(table, wallet_id, REQUESTS[request], f"{wallet_id}-{request}"))
+        except ReadTimeoutError:
+            seen.append("timeout")
+    return nb["read_balance"](table, wallet_id), seen
+
+
+orders = st.lists(st.sampled_from(sorted(REQUESTS)), min_size=1, max_size=8)
+schedules = orders.flatmap(lambda order: st.tuples(
+    st.just(order), st.sets(st.integers(0, len(order) - 1), max_size=len(order))))
+SETTINGS = settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+PATTERNS = ["debit_ledger", "debit_token"]
+
+
+# --- the ledger and the token never double-apply; last_request_id does, in the ABA shape ---------
+
+@SETTINGS
+@given(schedule=schedules, pattern=st.sampled_from(PATTERNS))
+def test_property_ledger_and_token_apply_each_request_once(nb, db, name, schedule, pattern):
+    order, lost = schedule
+    balance, _ = deliver(nb, db, name, nb[pattern], order, sorted(lost))
+    assert balance == START - sum(REQUESTS[r] for r in set(order))
+
+
+@SETTINGS
+@given(schedule=schedules)
+def test_property_last_request_id_fails_exactly_in_the_aba_shape(nb, db, name, schedule):
+    order, lost = schedule
+    balance, _ = deliver(nb, db, name, nb["debit_idempotent"], order, sorted(lost))
+    assert (balance != START - sum(REQUESTS[r] for r in set(order))) == has_aba(order)
+
+
+@settings(max_examples=15, suppress_health_check=[HealthCheck.too_slow])
+@given(schedule=schedules, pattern=st.sampled_from(PATTERNS))
+def test_property_with_botocore_retrying_lost_responses(nb, db, name, schedule, pattern):
+    """botocore resends each lost response itself (same call, same token) — still one effect per request."""
+    order, lost = schedule
+    balance, seen = deliver(nb, db, name, nb[pattern], order, sorted(lost), sdk_retries=True)
+    assert balance == START - sum(REQUESTS[r] for r in set(order))
+
+
+def test_the_notebooks_search(nb, db, name):
+    table = db.table(name)
+    assert nb["smallest_counterexample"](nb["debit_idempotent"], table) == ["A", "B", "A"]
+    assert nb["smallest_counterexample"](nb["debit_ledger"], table) is None
+    assert nb["smallest_counterexample"](nb["debit_token"], table) is None
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_concurrent_duplicates_apply_once(nb, db, name, pattern):
+    table = db.table(name)
+    for round_number in range(5):
+        wallet_id = new_wallet(nb, table, 100)
+        request_id = f"{wallet_id}-r{round_number}"
+        outcomes = race(lambda i: nb[pattern](table, wallet_id, 5, request_id), threads=8)
+        assert nb["read_balance"](table, wallet_id) == 95
+        if pattern == "debit_ledger":
+            assert outcomes.count("applied") == 1 and outcomes.count("already applied") == 7
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_aba_under_concurrency_is_refused(nb, db, name, pattern):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    nb[pattern](table, wallet_id, 10, f"{wallet_id}-A")
+    nb[pattern](table, wallet_id, 20, f"{wallet_id}-B")
+    race(lambda i: nb[pattern](table, wallet_id, 10, f"{wallet_id}-A"), threads=8)
+    assert nb["read_balance"](table, wallet_id) == 70
+
+
+# --- the ledger's items -----------------------------------------------------
+
+def test_the_marker_is_written_with_the_debit_and_expires_in_real_time(nb, db, name):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    assert nb["debit_ledger"](table, wallet_id, 10, "req-1") == "applied"
+    marker = helpers.read_item(table, {"pk": wallet_id, "sk": "req#req-1"})
+    assert marker["amount"] == 10
+    assert abs(marker["expires_at"] - (time.time() + nb["MARKER_LIFETIME"])) < 60
+    assert nb["debit_ledger"](table, wallet_id, 10, "req-1") == "already applied"
+
+
+def test_a_missing_wallet_cancels_the_whole_transaction(nb, db, name):
+    table = db.table(name)
+    with pytest.raises(helpers.WalletNotFound):
+        nb["debit_ledger"](table, "nobody-05", 10, "req-x")
+    assert helpers.read_item(table, {"pk": "nobody-05", "sk": "req#req-x"}) is None
+    with pytest.raises(helpers.WalletNotFound):
+        nb["debit_token"](table, "nobody-05", 10, str(uuid.uuid4()))
+
+
+def test_the_notebook_enables_ttl(nb, db):
+    """The notebook's TTL cell (a lesson cell) ran in `lesson()`; running it again is safe."""
+    client = db.client()
+    exec(compile(next(c for c in cells(NB, "lesson") if "update_time_to_live" in c), NB, "exec"), dict(nb))
+    ttl = client.describe_time_to_live(TableName=nb["table"].name)["TimeToLiveDescription"]
+    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expires_at")
+
+
+# --- ClientRequestToken --------------------------------------------------------
+
+def test_token_replay_and_mismatch(nb, db, name):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    token = str(uuid.uuid4())
+    assert nb["debit_token"](table, wallet_id, 10, token) == "applied or replayed"
+    assert nb["debit_token"](table, wallet_id, 10, token) == "applied or replayed"
+    with pytest.raises(ClientError) as error:
+        nb["debit_token"](table, wallet_id, 25, token)
+    assert error.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+def test_an_app_retry_without_a_token_of_its_own_applies_twice(nb, db, name):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    LostResponses(at=[0]).install(table)
+    update = {"Update": {"TableName": table.name, "Key": {"pk": wallet_id, "sk": "wallet"},
+                         "UpdateExpression": "SET balance = balance - :a", "ExpressionAttributeValues": {":a": 10}}}
+    with pytest.raises(ReadTimeoutError):
+        table.meta.client.transact_write_items(TransactItems=[update])
+    table.meta.client.transact_write_items(TransactItems=[update])      # botocore makes a new token
+    assert nb["read_balance"](table, wallet_id) == 80
+
+
+def test_the_token_window_closes_so_a_late_aba_retry_applies_again(nb, db, name):
+    if db.name != "moto":
+        pytest.skip("DynamoDB Local keeps its token window on the wall clock; ten real minutes is too long for a test")
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    debit = nb["debit_token"]
+    debit(table, wallet_id, 10, f"{wallet_id}-A")
+    debit(table, wallet_id, 20, f"{wallet_id}-B")
+    db.clock.advance(601)
+    debit(table, wallet_id, 10, f"{wallet_id}-A")                        # a late retry: a new transaction
+    assert nb["read_balance"](table, wallet_id) == 60
+    assert nb["debit_ledger"](table, wallet_id, 10, "late") == "applied"
+    db.clock.advance(601)
+    assert nb["debit_ledger"](table, wallet_id, 10, "late") == "already applied"   # the marker does not expire so
+
+
+# --- costs ----------------------------------------------------------------------
+
+EXPECTED_UNITS = {"debit_naive": 1.0, "debit_idempotent": 1.0, "debit_ledger": 2.0, "debit_token": 2.0}
+
+
+@pytest.mark.parametrize("pattern, units", EXPECTED_UNITS.items())
+def test_cost_per_debit_as_dynamodb_local_reports_it(nb, db, name, pattern, units):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 1000)
+    meter = CapacityMeter().install(table)
+    for _ in range(3):
+        nb[pattern](table, wallet_id, 10, str(uuid.uuid4()))
+    assert (meter.round_trips, meter.capacity_units) == (3, 3 * units)
+    assert [call.operation for call in meter.calls] == (
+        ["TransactWriteItems"] * 3 if "ledger" in pattern or "token" in pattern else ["UpdateItem"] * 3)
+
+
+def test_a_duplicate_costs_a_round_trip_and_reports_no_units_except_a_token_replay(nb, db, name):
+    table = db.table(name)
+    reported = {}
+    for pattern in EXPECTED_UNITS:
+        wallet_id = new_wallet(nb, table, 1000)
+        request_id = str(uuid.uuid4())
+        nb[pattern](table, wallet_id, 10, request_id)
+        meter = CapacityMeter().install(table)
+        nb[pattern](table, wallet_id, 10, request_id)
+        reported[pattern] = (meter.round_trips, meter.capacity_units)
+        table = db.table(name)                                           # a fresh client, no meter
+    assert reported == {"debit_naive": (1, 1.0), "debit_idempotent": (1, 0.0),
+                        "debit_ledger": (1, 0.0), "debit_token": (1, 2.0)}
+
+
+def test_the_meter_counts_a_timeout_as_a_round_trip_without_units(nb, db, name):
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    meter = CapacityMeter().install(table)
+    LostResponses(at=[0]).install(table)
+    with pytest.raises(ReadTimeoutError):
+        nb["debit_ledger"](table, wallet_id, 10, "m-1")
+    assert nb["debit_ledger"](table, wallet_id, 10, "m-1") == "already applied"
+    assert (meter.round_trips, meter.capacity_units) == (2, 0.0)
+
+
+def test_asking_for_capacity_only_on_the_replay_is_still_a_replay(nb, db, name):
+    """Measured on DynamoDB Local: ReturnConsumedCapacity is not compared; the replay reports units."""
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    token = str(uuid.uuid4())
+    nb["debit_token"](table, wallet_id, 10, token)
+    meter = CapacityMeter().install(table)
+    assert nb["debit_token"](table, wallet_id, 10, token) == "applied or replayed"
+    assert meter.capacity_units == 2.0
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+def test_a_call_that_sets_its_own_capacity_mode_keeps_it(db, name):
+    table = db.table(name)
+    meter = CapacityMeter().install(table)
+    response = table.put_item(Item={"pk": "m", "sk": "wallet", "balance": 1}, ReturnConsumedCapacity="INDEXES")
+    assert response["ConsumedCapacity"]["Table"] == {"CapacityUnits": 1.0}
+    assert meter.capacity_units == 1.0
+
+
+# --- bad input ------------------------------------------------------------------
+
+BAD = [
+    (dict(amount=-10), "amount must be positive"),
+    (dict(amount=2.5), "not a float"),
+    (dict(request_id=""), "must not be empty"),
+    (dict(request_id="x" * 37), "at most 36"),
+    (dict(wallet_id=""), "wallet_id must be a non-empty string"),
+    (dict(wallet_id="nobody"), "wallet 'nobody' does not exist"),
+]
+
+
+@pytest.mark.parametrize("debit_name", ["debit_ledger", "debit_token", "debit_idempotent", "debit_naive"])
+@pytest.mark.parametrize("override, message", BAD, ids=[m for _, m in BAD])
+def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, override, message):
+    if debit_name == "debit_naive" and "request_id" in override:
+        pytest.skip("the naive debit ignores the request ID")
+    table = fresh(sort_key="sk")
+    nb["open_wallet"](table, "alice", 100)
+    before = table.scan(ConsistentRead=True)["Items"]
+    args = dict(wallet_id="alice", amount=10, request_id=str(uuid.uuid4())) | override
+    with pytest.raises((ValueError, LookupError), match=message):
+        nb[debit_name](table, args["wallet_id"], args["amount"], args["request_id"])
+    assert table.scan(ConsistentRead=True)["Items"] == before
