@@ -72,10 +72,16 @@ class CellRun:
     def text(self) -> str:
         """The outputs as text, the way nbval compares them (stdout/stderr and text/plain)."""
         parts = []
+        previous_stream = None
         for o in self.outputs:
             if o.get("output_type") == "stream":
-                parts.append(f"[{o.get('name')}]{o.get('text', '')}")
-            elif o.get("output_type") in ("execute_result", "display_data"):
+                # a stream may arrive in several messages; nbval merges them, and so do we
+                marker = "" if o.get("name") == previous_stream else f"[{o.get('name')}]"
+                parts.append(marker + o.get("text", ""))
+                previous_stream = o.get("name")
+                continue
+            previous_stream = None
+            if o.get("output_type") in ("execute_result", "display_data"):
                 parts.append(o.get("data", {}).get("text/plain", ""))
             elif o.get("output_type") == "error":
                 parts.append(f"[error]{o.get('ename')}: {o.get('evalue')}")
