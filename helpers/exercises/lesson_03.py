@@ -1,6 +1,6 @@
-"""Instant feedback for the "Your turn" exercises.
+"""Notebook 03's exercise: a debit that is safe to retry.
 
-A checker runs the reader's function against the real backend -- under seeded
+The checker runs the reader's function against the real backend -- under seeded
 lost-response schedules, concurrent duplicates and bad input -- and returns a
 `Verdict`: a pass, or **one concrete counterexample** (the schedule, the
 expected and the actual balance). It never raises for a wrong answer, so an
@@ -9,30 +9,18 @@ unsolved exercise does not stop "Run All" in a workshop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from botocore.exceptions import ReadTimeoutError
 
-from .backends import Backend, connect
-from .concurrency import race
-from .faults import LostResponses
-from .ids import RequestIds
-from .tables import fresh_table, open_wallet, read_balance
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..faults import LostResponses
+from ..ids import RequestIds
+from ..tables import fresh_table, open_wallet, read_balance
+from .verdict import Verdict
 
 Debit = Callable[[Any, str, int, str], Any]
-
-
-@dataclass
-class Verdict:
-    passed: bool
-    message: str
-
-    def __str__(self) -> str:
-        return ("PASS: " if self.passed else "NOT YET: ") + self.message
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
 
 
 def _pay(table: Any, debit: Debit, wallet: str, amount: int, request_id: str, attempts: int = 6) -> None:

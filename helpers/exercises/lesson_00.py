@@ -1,0 +1,85 @@
+"""Notebook 00's exercise: a payment handler that survives one payment arriving twice.
+
+The reader writes `handler(table, request)`, where a request is
+``{"wallet": "alice", "amount": 10, "payment_id": "..."}`` and the payment ID is
+made once per payment, by the caller. The checker delivers payments the ways
+notebook 00 shows: every payment twice in a row (a client timeout and resend,
+an API Gateway 504, an SQS redelivery), once from the application with
+botocore's own retries resending lost responses, sixteen copies at once, and
+bad input. It returns one counterexample, or PASS.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..faults import LostResponses
+from ..tables import fresh_table, open_wallet, read_balance
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, verdict
+
+Handler = Callable[[Any, dict], Any]
+TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-00", "alice", 100, 10, 3, 16
+
+
+def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
+    """Is `handler(table, request)` safe when one payment reaches it more than once? Returns a `Verdict`."""
+    db = db or connect()
+    run = run_prefix()
+
+    def request(n: int) -> dict[str, Any]:
+        return {"wallet": WALLET, "amount": AMOUNT, "payment_id": f"{run}-pay-{n}"}
+
+    def balance_is(table: Any, expected: int, story: str) -> None:
+        actual = read_balance(table, WALLET)
+        if actual != expected:
+            raise Counterexample(f"{story}: expected balance {expected}, your handler left {actual}.")
+
+    def sent_twice() -> None:
+        table = fresh_table(db, TABLE)
+        open_wallet(table, WALLET, START)
+        for n in range(PAYMENTS):
+            for copy in ("first", "second"):
+                result = answer(lambda: handler(table, request(n)))
+                if isinstance(result, Exception):
+                    raise Counterexample(f"the {copy} copy of payment {n + 1} raised {raised(result)}; "
+                                         "a copy of a payment that went through should get an answer, not an error.")
+        balance_is(table, START - AMOUNT * PAYMENTS, f"{PAYMENTS} payments of {AMOUNT} from {START}, each delivered "
+                   "twice (a client timeout and resend, a 504, an SQS redelivery)")
+
+    def sdk_retries() -> None:
+        for seed in range(schedules):
+            table = fresh_table(db, TABLE, sdk_retries=True)
+            open_wallet(table, WALLET, START)
+            faults = LostResponses(p=0.4, seed=seed).install(table)
+            for n in range(PAYMENTS):
+                result = resend(lambda: handler(table, request(100 * (seed + 1) + n)))
+                if isinstance(result, Exception):
+                    raise Counterexample(f"with botocore's retries on and lost responses (seed {seed}), payment "
+                                         f"{n + 1} raised {raised(result)}")
+            balance_is(table, START - AMOUNT * PAYMENTS,
+                       f"{PAYMENTS} payments of {AMOUNT} from {START}, each sent once by the application, with "
+                       f"botocore's own retries on and the responses of write requests {faults.lost} lost (seed {seed})")
+
+    def concurrent_copies() -> None:
+        table = fresh_table(db, TABLE)
+        open_wallet(table, WALLET, START)
+        outcomes = race(lambda i: handler(table, request(10_000)), COPIES)
+        errors = [o for o in outcomes if isinstance(o, Exception)]
+        if errors:
+            raise Counterexample(f"{COPIES} copies of one payment at the same instant: one raised {raised(errors[0])}")
+        balance_is(table, START - AMOUNT, f"{COPIES} copies of one payment of {AMOUNT} at the same instant")
+
+    def bad_input() -> None:
+        table = fresh_table(db, TABLE)
+        open_wallet(table, WALLET, START)
+        for field, value in (("amount", -5), ("amount", 2.5), ("payment_id", "")):
+            bad = {**request(20_000), field: value}
+            expect_bad_input(table, f"a request with {field} {value!r}", lambda: handler(table, bad))
+
+    return verdict(
+        [sent_twice, sdk_retries, concurrent_copies, bad_input],
+        passed=f"every payment delivered twice, {schedules} lost-response schedules under botocore's own retries, "
+               f"{COPIES} concurrent copies and bad input all handled.",
+    )

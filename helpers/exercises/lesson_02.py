@@ -1,0 +1,84 @@
+"""Notebook 02's exercise: a sign-up that tells its own retry from someone else's row.
+
+The reader writes `sign_up(table, username, email)`, which creates the item
+``{"pk": username, "email": email}`` once. It returns "created", or
+"already created" for a retry of the same sign-up; a username that already
+belongs to a different email is an error (raised), and nothing is written.
+The checker sends sign-ups under seeded lost responses, a collision with
+someone else's row, concurrent sign-ups and bad input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..faults import LostResponses
+from ..tables import fresh_table, read_item
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
+
+SignUp = Callable[[Any, str, str], Any]
+TABLE, COPIES = "exercise-02", 16
+PEOPLE = {"alice": "alice@example.com", "bob": "bob@example.com", "carol": "carol@example.com"}
+
+
+def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
+    """Is `sign_up(table, username, email)` safe to retry, and does it refuse someone else's row? A `Verdict`."""
+    db = db or connect()
+
+    def lost_responses() -> None:
+        for seed in range(schedules):
+            table = fresh_table(db, TABLE)
+            faults = LostResponses(p=0.4, seed=seed).install(table)
+            for username, email in PEOPLE.items():
+                result = resend(lambda: sign_up(table, username, email))
+                story = (f"{username} signed up, resent after each lost response (responses of write requests "
+                         f"{faults.lost} lost, seed {seed})")
+                if isinstance(result, Exception):
+                    raise Counterexample(f"{story}, and finally got {raised(result)}: a retry of your own sign-up "
+                                         "is a success ('already created'), not an error.")
+                if read_item(table, {"pk": username}) is None:
+                    raise Counterexample(f"{story}: your sign-up answered {result!r}, but there is no item {username!r}.")
+
+    def someone_elses_row() -> None:
+        table = fresh_table(db, TABLE)
+        first = answer(lambda: sign_up(table, "alice", "alice@example.com"))
+        if isinstance(first, Exception):
+            raise Counterexample(f"alice's first sign-up raised {raised(first)}")
+        before = read_item(table, {"pk": "alice"})
+        result = answer(lambda: sign_up(table, "alice", "mallory@example.com"))
+        if not isinstance(result, Exception):
+            raise Counterexample("alice@example.com signed up as 'alice'; then mallory@example.com signed up as "
+                                 f"'alice' too: expected an error (the username is taken), your sign-up answered "
+                                 f"{result!r} — mallory was told she has an account, and the row is alice's.")
+        if read_item(table, {"pk": "alice"}) != before:
+            raise Counterexample("mallory@example.com signing up as 'alice' changed alice's row; it should write nothing.")
+
+    def concurrent() -> None:
+        table = fresh_table(db, TABLE)
+        outcomes = race(lambda i: sign_up(table, "dave", "dave@example.com"), COPIES)
+        errors = [o for o in outcomes if isinstance(o, Exception)]
+        if errors:
+            raise Counterexample(f"{COPIES} copies of dave's sign-up at the same instant: one raised {raised(errors[0])}; "
+                                 "every copy of your own sign-up should succeed.")
+        emails = [f"user{i}@example.com" for i in range(COPIES)]
+        outcomes = race(lambda i: sign_up(table, "eve", emails[i]), COPIES)
+        winners = [emails[i] for i, o in enumerate(outcomes) if not isinstance(o, Exception)]
+        stored = (read_item(table, {"pk": "eve"}) or {}).get("email")
+        if len(winners) != 1 or winners[0] != stored:
+            raise Counterexample(f"{COPIES} different people signed up as 'eve' at the same instant: expected exactly one "
+                                 f"to succeed, and the row to hold that one's email; {len(winners)} were told they "
+                                 f"succeeded, and the row holds {stored!r}.")
+
+    def bad_input() -> None:
+        table = fresh_table(db, TABLE)
+        for username, email in (("", "x@example.com"), (" ", "x@example.com"), ("frank", ""), ("frank", None)):
+            expect_bad_input(table, f"username {username!r} with email {email!r}",
+                             lambda: sign_up(table, username, email))
+
+    return verdict(
+        [lost_responses, someone_elses_row, concurrent, bad_input],
+        passed=f"{schedules} lost-response schedules, someone else's row, {COPIES} concurrent sign-ups and bad input "
+               "all handled.",
+    )

@@ -1,0 +1,93 @@
+"""Notebook 04's exercise: an overdraft guard that tells a duplicate from insufficient funds.
+
+The reader writes `debit(table, wallet_id, amount, request_id)` on notebook 04's
+table (the wallet is the item ``pk=wallet_id, sk="wallet"``). It never takes
+the balance below zero and answers "applied", "already applied" (a retry of a
+debit that went through) or "insufficient funds" (declined, nothing taken).
+The checker sends payments that run the wallet dry under seeded lost
+responses, concurrent copies and concurrent distinct debits, and bad input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..faults import LostResponses
+from ..tables import fresh_table, read_item
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, verdict
+
+Debit = Callable[[Any, str, int, str], Any]
+TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-04", "alice", 50, 20, 4, 16
+WENT_THROUGH, DECLINED = ("applied", "already applied"), "insufficient funds"
+
+
+def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
+    """Does `debit(table, wallet_id, amount, request_id)` tell a duplicate from insufficient funds? A `Verdict`."""
+    db = db or connect()
+    run = run_prefix()
+
+    def new_wallet(balance: int = START) -> Any:
+        table = fresh_table(db, TABLE, sort_key="sk")
+        table.put_item(Item={"pk": WALLET, "sk": "wallet", "balance": balance})
+        return table
+
+    def balance(table: Any) -> Any:
+        return (read_item(table, {"pk": WALLET, "sk": "wallet"}) or {}).get("balance")
+
+    def lost_responses() -> None:
+        expected = [WENT_THROUGH, WENT_THROUGH] + [(DECLINED,)] * (PAYMENTS - 2)
+        for seed in range(schedules):
+            table = new_wallet()
+            faults = LostResponses(p=0.4, seed=seed).install(table)
+            for n in range(PAYMENTS):
+                left = balance(table)
+                result = resend(lambda: debit(table, WALLET, AMOUNT, f"{run}-{seed}-{n}"))
+                if result not in expected[n]:
+                    saw = raised(result) if isinstance(result, Exception) else repr(result)
+                    want = " or ".join(repr(e) for e in expected[n])
+                    raise Counterexample(
+                        f"{PAYMENTS} payments of {AMOUNT} from {START}, each resent with its own request ID after a lost "
+                        f"response (responses of write requests {faults.lost} lost, seed {seed}): payment {n + 1}, "
+                        f"sent when the balance was {left}, should answer {want}; your debit answered {saw}.")
+            if balance(table) != START - 2 * AMOUNT:
+                raise Counterexample(f"{PAYMENTS} payments of {AMOUNT} from {START}, responses of write requests "
+                                     f"{faults.lost} lost (seed {seed}): expected balance {START - 2 * AMOUNT}, your "
+                                     f"debit left {balance(table)}.")
+
+    def concurrent() -> None:
+        table = new_wallet()
+        outcomes = race(lambda i: debit(table, WALLET, AMOUNT, f"{run}-same"), COPIES)
+        if sorted(map(str, outcomes)) != ["already applied"] * (COPIES - 1) + ["applied"] or balance(table) != START - AMOUNT:
+            raise Counterexample(f"{COPIES} copies of one debit of {AMOUNT} from {START} at the same instant: expected one "
+                                 f"'applied', {COPIES - 1} 'already applied' and balance {START - AMOUNT}; your debit "
+                                 f"answered {_counts(outcomes)} and left {balance(table)}.")
+        table = new_wallet()
+        outcomes = race(lambda i: debit(table, WALLET, 10, f"{run}-distinct-{i}"), COPIES)
+        want = sorted(["applied"] * (START // 10) + [DECLINED] * (COPIES - START // 10))
+        if sorted(map(str, outcomes)) != want or balance(table) != 0:
+            raise Counterexample(f"{COPIES} different debits of 10 from {START} at the same instant: expected "
+                                 f"{START // 10} 'applied', {COPIES - START // 10} 'insufficient funds' and balance 0; "
+                                 f"your debit answered {_counts(outcomes)} and left {balance(table)}.")
+
+    def bad_input() -> None:
+        table = new_wallet()
+        for amount in (-5, 2.5):
+            expect_bad_input(table, f"amount {amount!r}", lambda: debit(table, WALLET, amount, f"{run}-bad"))
+        result = answer(lambda: debit(table, "nobody", 10, f"{run}-nobody"))
+        if not isinstance(result, LookupError) or read_item(table, {"pk": "nobody", "sk": "wallet"}) is not None:
+            saw = raised(result) if isinstance(result, Exception) else repr(result)
+            raise Counterexample(f"a debit from a wallet that does not exist should raise WalletNotFound and write "
+                                 f"nothing; your debit answered {saw}.")
+
+    return verdict(
+        [lost_responses, concurrent, bad_input],
+        passed=f"{schedules} lost-response schedules running the wallet dry, {COPIES} concurrent copies, {COPIES} "
+               "concurrent distinct debits and bad input all handled.",
+    )
+
+
+def _counts(outcomes: list[Any]) -> str:
+    names = [type(o).__name__ if isinstance(o, Exception) else str(o) for o in outcomes]
+    return ", ".join(f"{names.count(n)} × {n!r}" for n in sorted(set(names)))

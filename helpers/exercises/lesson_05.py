@@ -1,0 +1,105 @@
+"""Notebook 05's exercise: a debit that remembers every request, also across lost responses.
+
+The reader writes `debit(table, wallet_id, amount, request_id)` on notebook 05's
+table (the wallet is ``pk=wallet_id, sk="wallet"``; markers may live beside it).
+It answers "applied" or "already applied", and raises `WalletNotFound` for a
+wallet that does not exist, writing nothing. The checker delivers requests in
+ABA orders (a late retry after other requests), the same orders under seeded
+lost responses, sixteen concurrent copies, and bad input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from botocore.exceptions import ClientError
+
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..faults import LostResponses
+from ..tables import fresh_table, read_item
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot, verdict
+
+Debit = Callable[[Any, str, int, str], Any]
+TABLE, WALLET, START, COPIES = "exercise-05", "alice", 100, 16
+REQUESTS = {"A": 10, "B": 20, "C": 40}
+ORDERS = (["A", "B", "A"], ["A", "B", "C", "B", "A"], ["A", "A", "B", "C", "C", "A"])
+LATE = ["A", "B", "C", "A", "B"]
+
+
+def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
+    """Is `debit(table, wallet_id, amount, request_id)` applied once per request, in any order? A `Verdict`."""
+    db = db or connect()
+    run = run_prefix()
+
+    def new_wallet() -> Any:
+        table = fresh_table(db, TABLE, sort_key="sk")
+        table.put_item(Item={"pk": WALLET, "sk": "wallet", "balance": START})
+        return table
+
+    def balance(table: Any) -> Any:
+        return (read_item(table, {"pk": WALLET, "sk": "wallet"}) or {}).get("balance")
+
+    def truth(order: list[str]) -> int:
+        return START - sum(REQUESTS[r] for r in set(order))
+
+    def deliver(table: Any, order: list[str], prefix: str, story: Callable[[], str]) -> None:
+        for label in order:
+            result = resend(lambda: debit(table, WALLET, REQUESTS[label], f"{prefix}-{label}"))
+            if isinstance(result, Exception):
+                raise Counterexample(f"{story()}: request {label} raised {raised(result)}")
+        if balance(table) != truth(order):
+            raise Counterexample(f"{story()}: expected balance {truth(order)}, your debit left {balance(table)}.")
+
+    def late_retries() -> None:
+        for n, order in enumerate(ORDERS):
+            deliver(new_wallet(), order, f"{run}-{n}",
+                    lambda: f"delivery order {' → '.join(order)} (amounts {_amounts()}, no responses lost)")
+
+    def lost_responses() -> None:
+        for seed in range(schedules):
+            table = new_wallet()
+            faults = LostResponses(p=0.4, seed=seed).install(table)
+            deliver(table, LATE, f"{run}-s{seed}",
+                    lambda: f"delivery order {' → '.join(LATE)} (amounts {_amounts()}), each resent after a lost response "
+                    f"(responses of write requests {faults.lost} lost, seed {seed})")
+
+    def concurrent() -> None:
+        table = new_wallet()
+        outcomes = race(lambda i: debit(table, WALLET, 10, f"{run}-same"), COPIES)
+        for i, outcome in enumerate(outcomes):             # a copy cancelled by a transaction conflict is sent again
+            if _transaction_conflict(outcome):
+                outcomes[i] = resend(lambda: debit(table, WALLET, 10, f"{run}-same"))
+        errors = [o for o in outcomes if isinstance(o, Exception)]
+        if errors or balance(table) != START - 10:
+            saw = f"one raised {raised(errors[0])}" if errors else f"your debit left {balance(table)}"
+            raise Counterexample(f"{COPIES} copies of one debit of 10 from {START} at the same instant: expected balance "
+                                 f"{START - 10}; {saw}.")
+
+    def bad_input() -> None:
+        table = new_wallet()
+        for amount in (-5, 2.5):
+            expect_bad_input(table, f"amount {amount!r}", lambda: debit(table, WALLET, amount, f"{run}-bad"))
+        before = snapshot(table)
+        result = answer(lambda: debit(table, "nobody", 10, f"{run}-nobody"))
+        if not isinstance(result, LookupError) or snapshot(table) != before:
+            saw = raised(result) if isinstance(result, Exception) else repr(result)
+            wrote = "" if snapshot(table) == before else " and wrote to the table"
+            raise Counterexample(f"a debit from a wallet that does not exist should raise WalletNotFound and write "
+                                 f"nothing, not even a marker; your debit answered {saw}{wrote}.")
+
+    return verdict(
+        [late_retries, lost_responses, concurrent, bad_input],
+        passed=f"{len(ORDERS)} late-retry orders, {schedules} lost-response schedules, {COPIES} concurrent copies and "
+               "bad input all handled.",
+    )
+
+
+def _amounts() -> str:
+    return ", ".join(f"{k}={v}" for k, v in REQUESTS.items())
+
+
+def _transaction_conflict(outcome: Any) -> bool:
+    if not isinstance(outcome, ClientError):
+        return False
+    return any(r.get("Code") == "TransactionConflict" for r in outcome.response.get("CancellationReasons", []))

@@ -1,0 +1,122 @@
+"""Notebook 06's exercise: a completion fenced on the lease, and safe to retry.
+
+The reader writes `complete(records, key, lease_token, response)` for notebook
+06's idempotency records. It saves `response` (as JSON in ``response``) and
+``status = "COMPLETED"`` only while the record carries this attempt's
+``lease_token``, and returns True when the record holds this attempt's response
+(saved now, or by its own earlier attempt whose answer was lost) and False when
+another attempt holds the lease, writing nothing. The checker plays the lease
+takeovers of notebook 06, lost responses, concurrent completions and bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..faults import LostResponses
+from ..tables import fresh_table, read_item
+from .verdict import Counterexample, Verdict, answer, raised, resend, snapshot, verdict
+
+Complete = Callable[[Any, str, str, dict], Any]
+TABLE, KEY, COPIES = "exercise-06", "key-1", 16
+
+
+def response_of(invocation: str) -> dict[str, Any]:
+    return {"status": 201, "body": {"charge": "ch_0001", "served_by": invocation}}
+
+
+def check_fenced_completion(complete: Complete, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
+    """Is `complete(records, key, lease_token, response)` fenced on the lease and safe to retry? A `Verdict`."""
+    db = db or connect()
+
+    def claimed_by(invocation: str, records: Any = None) -> Any:
+        records = records or fresh_table(db, TABLE)
+        records.put_item(Item={"pk": KEY, "status": "IN_PROGRESS", "lease_token": invocation,
+                               "lease_expires_at": 30, "expires_at": 86_400, "payload_fingerprint": "ae78d93bbd0548fb"})
+        return records
+
+    def record(records: Any) -> str:
+        item = read_item(records, {"pk": KEY})
+        if item is None:
+            return "no record"
+        saved = item.get("response")
+        if isinstance(saved, str):
+            saved = json.loads(saved)
+        served_by = (saved or {}).get("body", {}).get("served_by") if isinstance(saved, dict) else None
+        held = f"{item.get('status')}, lease {item.get('lease_token')}"
+        return held + (f", response served by {served_by}" if served_by else ", no response")
+
+    def complete_as(records: Any, invocation: str) -> Any:
+        return answer(lambda: complete(records, KEY, invocation, response_of(invocation)))
+
+    def shown(result: Any) -> str:
+        return raised(result) if isinstance(result, Exception) else repr(result)
+
+    def taken_over_in_progress() -> None:
+        records = claimed_by("inv-2", claimed_by("inv-1"))    # inv-1's lease expired; inv-2 claimed the key
+        before = record(records)
+        result = complete_as(records, "inv-1")
+        if result is not False or record(records) != before:
+            raise Counterexample(
+                f"inv-1's lease expired and inv-2 took over (the record: {before}); then inv-1 woke up and completed: "
+                f"expected False and the record left to inv-2, your completion answered {shown(result)} and left the "
+                f"record {record(records)}.")
+
+    def taken_over_completed() -> None:
+        records = claimed_by("inv-2", claimed_by("inv-1"))
+        records.update_item(Key={"pk": KEY}, UpdateExpression="SET #s = :c, #r = :r",
+                            ExpressionAttributeNames={"#s": "status", "#r": "response"},
+                            ExpressionAttributeValues={":c": "COMPLETED",
+                                                       ":r": json.dumps(response_of("inv-2"), sort_keys=True)})
+        before = record(records)
+        result = complete_as(records, "inv-1")
+        if result is not False or record(records) != before:
+            raise Counterexample(
+                f"inv-2 took over inv-1's expired lease and completed (the record: {before}); then inv-1 completed: "
+                f"expected False and the record unchanged, your completion answered {shown(result)} and left the "
+                f"record {record(records)}.")
+
+    def lost_responses() -> None:
+        for seed in range(schedules):
+            records = claimed_by("inv-1")
+            faults = LostResponses(p=0.5, seed=seed).install(records)
+            result = resend(lambda: complete(records, KEY, "inv-1", response_of("inv-1")))
+            if result is not True or record(records) != "COMPLETED, lease inv-1, response served by inv-1":
+                raise Counterexample(
+                    f"inv-1 holds the lease and completes, resending after each lost response (responses of write "
+                    f"requests {faults.lost} lost, seed {seed}): the record is {record(records)}; expected True (the "
+                    f"record holds inv-1's own response), your completion finally answered {shown(result)}.")
+
+    def concurrent() -> None:
+        records = claimed_by("inv-2", claimed_by("inv-1"))
+        holders = ["inv-1" if i % 2 else "inv-2" for i in range(COPIES)]
+        outcomes = race(lambda i: complete(records, KEY, holders[i], response_of(holders[i])), COPIES)
+        wrong = [(h, o) for h, o in zip(holders, outcomes) if o is not (h == "inv-2")]
+        if wrong or record(records) != "COMPLETED, lease inv-2, response served by inv-2":
+            detail = f"{wrong[0][0]}'s copy answered {shown(wrong[0][1])}" if wrong else f"the record is {record(records)}"
+            raise Counterexample(
+                f"{COPIES // 2} copies of inv-2's completion (it holds the lease) and {COPIES // 2} of inv-1's (its lease "
+                f"was taken over) at the same instant: expected True for every inv-2 copy, False for every inv-1 copy, "
+                f"and inv-2's response saved; {detail}.")
+
+    def bad_input() -> None:
+        records = fresh_table(db, TABLE)
+        result = complete_as(records, "inv-1")
+        if not (result is False or isinstance(result, (ValueError, LookupError))) or snapshot(records):
+            raise Counterexample(f"completing a key that was never claimed should answer False (or raise) and write "
+                                 f"nothing; your completion answered {shown(result)} and left {record(records)}.")
+        records = claimed_by("inv-1")
+        before = record(records)
+        result = answer(lambda: complete(records, KEY, "", response_of("nobody")))
+        if not (result is False or isinstance(result, ValueError)) or record(records) != before:
+            raise Counterexample(f"an empty lease token should answer False (or raise ValueError) and write nothing; "
+                                 f"your completion answered {shown(result)} and left the record {record(records)}.")
+
+    return verdict(
+        [taken_over_in_progress, taken_over_completed, lost_responses, concurrent, bad_input],
+        passed=f"both lease takeovers, {schedules} lost-response schedules, {COPIES} concurrent completions and bad "
+               "input all handled.",
+    )
