@@ -117,7 +117,10 @@ class Backend:
 
     # --- SQS (always moto) --------------------------------------------------
     def sqs(self) -> Any:
-        """An SQS client answered by moto in this process."""
+        """An SQS client answered by moto in this process (FIFO deduplication as AWS documents it)."""
+        from .fifo_dedup import use_aws_deduplication
+
+        use_aws_deduplication()
         session = botocore.session.Session(session_vars=_IGNORE_LOCAL_AWS_CONFIG)
         return boto3.Session(botocore_session=session, region_name=REGION, **_FAKE_CREDENTIALS).client("sqs")
 

@@ -34,15 +34,28 @@ class Delivery:
     deleted: bool          # False when the consumer crashed before DeleteMessage
 
 
-def fresh_queue(sqs: Any, name: str, *, visibility_timeout: int = 30) -> str:
-    """An empty standard queue called `name` with the given visibility timeout; returns its URL."""
+def fresh_queue(sqs: Any, name: str, *, visibility_timeout: int = 30, **attributes: str) -> str:
+    """An empty queue called `name` with the given visibility timeout; returns its URL.
+
+    Other queue attributes go in as keywords, e.g. ``FifoQueue="true"`` (the name must then
+    end in ``.fifo``) or ``RedrivePolicy=json.dumps({...})``. A queue of that name from an
+    earlier run is deleted first, so re-running a notebook cell starts from an empty queue.
+    """
     if isinstance(visibility_timeout, bool) or not isinstance(visibility_timeout, int) or not 0 <= visibility_timeout <= 43_200:
         raise BadInput(f"visibility_timeout must be a whole number of seconds from 0 to 43200, got {visibility_timeout!r}")
+    if (attributes.get("FifoQueue") == "true") != name.endswith(".fifo"):
+        raise BadInput(f"a FIFO queue's name must end in '.fifo' and only a FIFO queue's may: {name!r}, FifoQueue={attributes.get('FifoQueue')!r}")
     try:
         sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName=name)["QueueUrl"])
     except sqs.exceptions.QueueDoesNotExist:
         pass
-    return sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": str(visibility_timeout)})["QueueUrl"]
+    attributes = {"VisibilityTimeout": str(visibility_timeout), **attributes}
+    return sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+
+
+def queue_arn(sqs: Any, queue_url: str) -> str:
+    """The queue's ARN (a redrive policy names its dead-letter queue by ARN)."""
+    return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
 
 class Consumer:

@@ -1,0 +1,237 @@
+"""Notebook 07's own consumers, queues and Lambda batches: redelivery really re-applies, and the key really holds."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import BadInput, WalletNotFound
+from helpers.concurrency import race
+from helpers.exercises import check_safe_consumer
+from helpers.fifo_dedup import use_aws_deduplication, use_moto_deduplication
+from helpers.lambda_sqs import LambdaPoller
+from helpers.queues import fresh_queue
+from helpers.sqs_clock import use_wall_clock
+from notebook_code import cells, lesson
+
+NB = "07_event_sources.ipynb"
+
+
+@pytest.fixture(scope="module")
+def nb():
+    namespace = lesson(NB)          # its imports cell puts moto's SQS on db.clock
+    yield namespace
+    use_wall_clock()
+
+
+# --- 1. crash before delete, dead-letter queue --------------------------------------------------------
+
+def test_a_message_that_always_crashes_is_redelivered_then_dead_lettered(nb):
+    naive = nb["crash_every_time"](nb["debit_naive"])
+    assert list(naive["receive counts"]) == [1, 2, 3] and naive["in the DLQ"] == "op-01"
+    assert naive["debits before redrive"] == 3 and naive["debits after redrive"] == 4
+
+
+def test_the_idempotent_consumer_debits_once_through_crashes_and_redrive(nb):
+    once = nb["crash_every_time"](nb["debit_by_operation"])
+    assert list(once["receive counts"]) == [1, 2, 3]
+    assert once["debits before redrive"] == 1 and once["debits after redrive"] == 1
+
+
+# --- 2. Lambda batches ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make, report, consumer, delivered, applied", [
+    ("handler_whole_batch", False, "debit_naive", 20, 16),
+    ("handler_whole_batch", False, "debit_by_operation", 20, 10),
+    ("handler_partial", True, "debit_naive", 11, 10),
+    ("handler_partial", True, "debit_by_operation", 11, 10),
+])
+def test_batch_redelivery(nb, make, report, consumer, delivered, applied):
+    result = nb["run_batches"](nb[make], nb[consumer], report)
+    assert result["messages delivered"] == delivered and result["debits applied"] == applied
+
+
+def poller_run(nb, handler, report, sends=3):
+    sqs = nb["sqs"]
+    queue = fresh_queue(sqs, f"test-07-poller-{os.getpid()}", visibility_timeout=30)
+    for n in range(sends):
+        sqs.send_message(QueueUrl=queue, MessageBody=json.dumps({"n": n}))
+    poller = LambdaPoller(sqs, queue, handler, report_batch_item_failures=report)
+    first = poller.poll()
+    nb["db"].clock.advance(31)
+    again = poller.poll()
+    return first, again
+
+
+def test_poller_without_reporting_deletes_everything_whatever_the_response_says(nb):
+    def handler(event, context):
+        return {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    first, again = poller_run(nb, handler, report=False)
+    assert len(first.deleted) == 3 and again is None
+
+
+def test_poller_treats_an_unknown_item_identifier_as_a_failed_batch(nb):
+    def handler(event, context):
+        return {"batchItemFailures": [{"itemIdentifier": "not-in-this-batch"}]}
+    first, again = poller_run(nb, handler, report=True)
+    assert first.error == "invalid batchItemFailures" and first.deleted == []
+    assert again.receive_counts == [2, 2, 2]
+
+
+def test_poller_treats_an_empty_list_or_none_as_success(nb):
+    for response in (None, {"batchItemFailures": []}, {}):
+        first, again = poller_run(nb, lambda event, context, r=response: r, report=True)
+        assert len(first.deleted) == 3 and again is None
+
+
+def test_poller_rejects_a_batch_size_lambda_would_not_accept(nb):
+    with pytest.raises(ValueError, match="batch_size"):
+        LambdaPoller(nb["sqs"], "url", lambda e, c: None, batch_size=11)
+
+
+# --- 3. FIFO deduplication -------------------------------------------------------------------------------
+
+def test_fifo_timeline(nb):
+    log, deliveries, debits = nb["fifo_run"](nb["debit_naive"])
+    assert list(log["what happens"]) == [
+        "producer sends op-01",
+        "delivered (receive count 1), deleted",
+        "producer resends op-01 (its first response was lost)",
+        "nothing to receive",
+        "producer resends op-01, 400 s after the first send",
+        "delivered (receive count 1), consumer crashes before DeleteMessage",
+        "delivered (receive count 2), deleted",
+    ]
+    assert (deliveries, debits) == (3, 3)
+    assert nb["fifo_run"](nb["debit_by_operation"])[1:] == (3, 1)
+
+
+def fifo_deliveries_after(nb, seconds, *, content_based=False):
+    """Send, receive and delete; resend `seconds` after the first send; how many copies were delivered."""
+    sqs, clock = nb["sqs"], nb["db"].clock
+    extra = {"ContentBasedDeduplication": "true"} if content_based else {}
+    queue = fresh_queue(sqs, f"test-07-dedup-{os.getpid()}.fifo", FifoQueue="true", **extra)
+    dedup = {} if content_based else {"MessageDeduplicationId": "op-1"}
+    delivered = 0
+    for at in (0, seconds):
+        clock.advance(at and seconds)
+        sqs.send_message(QueueUrl=queue, MessageBody="same", MessageGroupId="g", **dedup)
+        for message in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
+            delivered += 1
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+    return delivered
+
+
+@pytest.mark.parametrize("content_based", [False, True])
+def test_fifo_drops_a_resend_for_five_minutes_even_after_the_first_copy_is_deleted(nb, content_based):
+    assert fifo_deliveries_after(nb, 1, content_based=content_based) == 1
+    assert fifo_deliveries_after(nb, 299, content_based=content_based) == 1
+    assert fifo_deliveries_after(nb, 301, content_based=content_based) == 2
+
+
+def test_stock_moto_forgets_a_deduplication_id_once_its_message_is_deleted(nb):
+    use_moto_deduplication()
+    try:
+        assert fifo_deliveries_after(nb, 1) == 2            # AWS documents 1
+    finally:
+        use_aws_deduplication()
+    assert fifo_deliveries_after(nb, 1) == 1
+
+
+def test_deduplication_does_not_apply_to_standard_queues(nb):
+    sqs = nb["sqs"]
+    queue = fresh_queue(sqs, f"test-07-standard-{os.getpid()}")
+    for _ in range(2):
+        sqs.send_message(QueueUrl=queue, MessageBody="same")
+    assert len(sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]) == 2
+
+
+def test_fresh_queue_refuses_a_fifo_name_without_the_attribute(nb):
+    with pytest.raises(BadInput, match=".fifo"):
+        fresh_queue(nb["sqs"], "payments.fifo")
+    with pytest.raises(BadInput, match=".fifo"):
+        fresh_queue(nb["sqs"], "payments", FifoQueue="true")
+
+
+# --- 4. operation ID, not MessageId ------------------------------------------------------------------
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_only_the_operation_id_applies_each_payment_once(nb, seed):
+    results = {name: nb["seeded_run"](handle, seed=seed) for name, handle in nb["CONSUMERS"].items()}
+    [sends] = {sent for sent, _ in results.values()}
+    runs = {name: run for name, (_, run) in results.items()}
+    payments = nb["PAYMENTS"]
+    assert len({len(run) for run in runs.values()}) == 1           # the same deliveries for every consumer
+    deliveries = len(runs["naive"])
+    assert runs["naive"]["debits applied"].iloc[-1] == deliveries
+    assert runs["keyed by MessageId"]["debits applied"].iloc[-1] == sends
+    assert runs["keyed by operation ID"]["debits applied"].iloc[-1] == payments
+    assert runs["keyed by operation ID"]["debits applied"].is_monotonic_increasing
+
+
+def test_concurrent_deliveries_of_one_message_debit_once(nb):
+    for _ in range(20):
+        nb["new_wallet"]()
+        body = nb["payment"](1)
+        outcomes = race(lambda i: nb["debit_by_operation"](body), 32)
+        assert sorted(outcomes) == ["already applied"] * 31 + ["applied"]
+        assert nb["debits"]() == 1
+
+
+@pytest.mark.parametrize("amount", [-5, 0, 2.5, float("nan")])
+def test_a_bad_amount_is_refused_and_writes_nothing(nb, amount):
+    nb["new_wallet"]()
+    for consumer in (nb["debit_naive"], nb["debit_by_operation"]):
+        with pytest.raises(BadInput, match="amount"):
+            consumer(nb["payment"](1, amount=amount))
+    assert nb["debits"]() == 0
+    assert nb["wallets"].scan(ConsistentRead=True)["Count"] == 1      # the wallet, no marker
+
+
+def test_a_missing_wallet_is_an_error_not_already_applied(nb):
+    nb["new_wallet"]()
+    body = dict(nb["payment"](1), wallet="nobody")
+    with pytest.raises(WalletNotFound):
+        nb["debit_by_operation"](body)
+    assert nb["wallets"].scan(ConsistentRead=True)["Count"] == 1
+
+
+# --- Your turn ---------------------------------------------------------------------------------------------
+
+def test_the_reference_solution_passes(db):
+    verdict = check_safe_consumer(lesson("solutions/07_event_sources_solution.ipynb")["my_consumer"], db=db)
+    assert verdict.passed, verdict
+
+
+def test_the_exercise_starter_fails_with_the_resend_as_counterexample(nb, db):
+    namespace = dict(nb)
+    exec(cells(NB, "exercise")[0], namespace)
+    verdict = check_safe_consumer(namespace["my_consumer"], db=db)
+    assert not verdict.passed and str(verdict).startswith("NOT YET: ")
+    assert "twice (its SendMessage response was lost)" in verdict.message and "your consumer left" in verdict.message
+
+
+def test_a_naive_consumer_fails(nb, db):
+    def naive(table, message):
+        body = json.loads(message["Body"])
+        table.update_item(Key={"pk": body["wallet"]}, UpdateExpression="SET balance = balance - :a",
+                          ExpressionAttributeValues={":a": body["amount"]})
+    verdict = check_safe_consumer(naive, db=db)
+    assert not verdict.passed and "expected balance 80" in verdict.message
+
+
+def test_a_consumer_that_accepts_bad_input_fails(db):
+    solution = lesson("solutions/07_event_sources_solution.ipynb")["my_consumer"]
+
+    def lax(table, message):
+        if json.loads(message["Body"])["amount"] < 0:
+            return "ignored"
+        return solution(table, message)
+
+    verdict = check_safe_consumer(lax, db=db)
+    assert not verdict.passed and "bad input" in verdict.message
