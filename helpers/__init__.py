@@ -14,7 +14,7 @@ Each module has one job; open the one a notebook names:
     tables          fresh tables, wallets, consistent reads
     validation      check_debit(): bad input fails before anything is sent
     concurrency     race(): many threads, one instant
-    exercises       check_retry_safe_debit(): instant feedback for "Your turn"
+    exercises/      one checker per lesson's "Your turn" (check_retry_safe_debit() ...): instant feedback
     attempts        watch_attempts(): every request on the wire, botocore's retries included
     gateway         an API Gateway with an integration timeout, in virtual time
     queues          fresh_queue() and a Consumer that can crash before deleting

@@ -50,3 +50,142 @@ def test_a_debit_that_raises_is_reported_not_propagated(db):
 
     verdict = check_retry_safe_debit(broken, db=db)
     assert not verdict.passed and "RuntimeError: boom" in verdict.message
+
+
+# --- the exercises of notebooks 00-06 (03's are above) --------------------------------------------
+# Each checker passes the reference solution, fails the exercise starter with its counterexample, fails the
+# notebook's own naive function, reports (never propagates) an error, and fails a function that accepts bad input.
+
+import pytest  # noqa: E402
+
+from helpers.exercises import (  # noqa: E402
+    check_fenced_completion, check_guarded_debit, check_ledger_debit, check_order_safe_update, check_payment_handler,
+    check_sign_up,
+)
+
+EXERCISES = {
+    # lesson: (notebook, the reader's function, checker, what the starter's counterexample says, "accepted" answer)
+    "00": ("00_why_retries_happen.ipynb", "my_handler", check_payment_handler,
+           ["botocore's own retries on", "write requests [0, 3] lost (seed 1)", "expected balance 70, your handler left 50"],
+           {"status": "paid"}),
+    "01": ("01_fixed_value_updates.ipynb", "my_set_status", check_order_safe_update,
+           ["packed's retry arrived late", "answered 'applied' and left packed (seq 2)"], "applied"),
+    "02": ("02_conditional_creates.ipynb", "my_sign_up", check_sign_up,
+           ["mallory@example.com signed up as 'alice' too", "your sign-up answered 'already created'"], "created"),
+    "04": ("04_where_it_stops.ipynb", "my_debit", check_guarded_debit,
+           ["lost, seed 3", "payment 2, sent when the balance was 30", "your debit answered 'insufficient funds'"], "applied"),
+    "05": ("05_remembering_every_request.ipynb", "my_debit", check_ledger_debit,
+           ["A → B → C → A → B", "lost, seed 1): expected balance 30, your debit left 40"], "applied"),
+    "06": ("06_saved_responses.ipynb", "my_complete", check_fenced_completion,
+           ["inv-2 took over", "your completion answered True", "response served by inv-1"], True),
+}
+by_lesson = pytest.mark.parametrize("n", sorted(EXERCISES))
+
+
+def solution(n):
+    notebook, name, *_ = EXERCISES[n]
+    return lesson(f"solutions/{notebook.replace('.ipynb', '_solution.ipynb')}")[name]
+
+
+def starter(n):
+    notebook, name, *_ = EXERCISES[n]
+    namespace = lesson(notebook)
+    exec(cells(notebook, "exercise")[0], namespace)
+    return namespace[name]
+
+
+@by_lesson
+def test_each_reference_solution_passes(db, n):
+    verdict = EXERCISES[n][2](solution(n), db=db)
+    assert verdict.passed, verdict
+    assert str(verdict).startswith("PASS: ")
+
+
+@by_lesson
+def test_each_exercise_starter_fails_with_its_counterexample(db, n):
+    verdict = EXERCISES[n][2](starter(n), db=db)
+    assert not verdict.passed and str(verdict).startswith("NOT YET: ")
+    for words in EXERCISES[n][3]:
+        assert words in verdict.message, verdict.message
+
+
+@by_lesson
+def test_an_error_is_reported_not_propagated(db, n):
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    verdict = EXERCISES[n][2](broken, db=db)
+    assert not verdict.passed and "RuntimeError: boom" in verdict.message
+
+
+@by_lesson
+def test_a_function_that_accepts_bad_input_fails(db, n):
+    reference, accepted = solution(n), EXERCISES[n][4]
+
+    def accepts_bad_input(*args):
+        try:
+            return reference(*args)
+        except ValueError:
+            return accepted                                 # swallows the error: bad input looks like success
+
+    verdict = EXERCISES[n][2](accepts_bad_input, db=db)
+    assert not verdict.passed
+    assert ("bad input" if n != "06" else "empty lease token") in verdict.message, verdict.message
+
+
+def test_00_the_naive_debit_fails_when_a_payment_arrives_twice(db):
+    debit = lesson("00_why_retries_happen.ipynb")["debit"]
+    verdict = check_payment_handler(lambda table, request: debit(table, request["wallet"], request["amount"]), db=db)
+    assert not verdict.passed and "each delivered twice" in verdict.message
+    assert "expected balance 70, your handler left 40" in verdict.message
+
+
+def test_01_the_fixed_value_updates_fail(db):
+    set_status = lesson("01_fixed_value_updates.ipynb")["set_status"]
+    verdict = check_order_safe_update(lambda table, order, status, seq: set_status(table, order, status), db=db)
+    assert not verdict.passed and "expected shipped (seq 3), your update left shipped (seq 1)" in verdict.message
+
+    def set_status_and_seq(table, order_id, status, seq):      # the same fixed-value write, seq included
+        table.update_item(Key={"pk": order_id}, UpdateExpression="SET #status = :status, seq = :seq",
+                          ExpressionAttributeNames={"#status": "status"},
+                          ExpressionAttributeValues={":status": status, ":seq": seq})
+        return "applied"
+
+    verdict = check_order_safe_update(set_status_and_seq, db=db)
+    assert not verdict.passed and "packed's retry arrived late" in verdict.message
+    assert "answered 'applied' and left packed (seq 2)" in verdict.message
+
+
+def test_02_create_once_tells_mallory_she_has_an_account(db):
+    create_once = lesson("02_conditional_creates.ipynb")["create_once"]
+    verdict = check_sign_up(lambda table, username, email: create_once(table, username, email, 1), db=db)
+    assert not verdict.passed and "your sign-up answered 'already created'" in verdict.message
+
+
+def test_04_the_notebooks_debits(db):
+    nb = lesson("04_where_it_stops.ipynb")
+    assert check_guarded_debit(nb["debit_guarded"], db=db).passed
+    ambiguous = check_guarded_debit(nb["debit_guarded_ambiguous"], db=db)
+    assert not ambiguous.passed and "your debit answered 'ConditionalCheckFailedException'" in ambiguous.message
+    unguarded = check_guarded_debit(nb["debit_idempotent"], db=db)
+    assert not unguarded.passed and "payment 3, sent when the balance was 10" in unguarded.message
+
+
+def test_05_last_request_id_fails_the_aba_order_and_the_ledger_passes(db):
+    nb = lesson("05_remembering_every_request.ipynb")
+    verdict = check_ledger_debit(nb["debit_idempotent"], db=db)
+    assert not verdict.passed and "A → B → A" in verdict.message
+    assert "expected balance 70, your debit left 60" in verdict.message
+    assert check_ledger_debit(nb["debit_ledger"], db=db).passed
+
+
+def test_06_the_notebooks_complete_is_fenced_but_answers_false_to_its_own_retry(db):
+    nb = lesson("06_saved_responses.ipynb")
+
+    def complete(records, key, lease_token, response):
+        nb["records"] = records                              # the notebook's complete() writes to its global table
+        return nb["complete"](key, lease_token, response)
+
+    verdict = check_fenced_completion(complete, db=db)
+    assert not verdict.passed and "inv-1 holds the lease" in verdict.message
+    assert "your completion finally answered False" in verdict.message

@@ -60,6 +60,9 @@ def resend(call: Callable[[], Any], attempts: int = 8) -> Any:
 
 
 def raised(error: BaseException) -> str:
+    """How an error reads in a counterexample (a timeout's message names the endpoint: left out)."""
+    if isinstance(error, ReadTimeoutError):
+        return "ReadTimeoutError (the response was lost)"
     return f"{type(error).__name__}: {error}"
 
 
