@@ -1,0 +1,495 @@
+"""Every pattern the collection teaches, proved under generated fault schedules — with the notebooks' own code.
+
+A *schedule* is a list of deliveries. Each delivery sends one copy of a logical operation (a debit, a status
+update, a create, a payment): its response may be lost (the write commits, the caller times out), it may be a
+duplicate, it may come late (a retry of an earlier request after a later one), or several copies may arrive
+at once (a burst, on threads). A caller that never got an answer tries once more at the end, as a client's
+retry loop would. The invariants, checked after every schedule:
+
+* **once**: the effect equals each distinct logical operation applied exactly once;
+* **truth**: a caller is told "success" only if its operation is applied;
+* **nothing lost**: nothing that was applied is undone or overwritten by a retry.
+
+The patterns the lessons show failing (the naive debit, last_request_id under ABA, a fixed value reordered,
+create_once meeting a different order) are *searched*: each test asserts that hypothesis finds a
+counterexample, the proof that these properties can fail.
+
+Amounts are powers of 100 (1, 100, 10 000, ...), so the total debited spells out how many times each
+operation was applied, one pair of digits per operation.
+
+Counts: 1,000 schedules per pattern on moto (the default), 200 on dynamodb-local (derandomized: the same
+schedules every run); a line per pattern, with how many of them were distinct, is
+printed at the end of the module.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import uuid
+from typing import Any, Callable
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+
+import helpers
+from helpers import LostResponses, backends
+from helpers.concurrency import race
+from helpers.payment_provider import PaymentProvider
+from notebook_code import lesson
+
+# RETRY_PROPERTY_EXAMPLES overrides, for a quick local look; CI runs the defaults.
+EXAMPLES = int(os.environ.get("RETRY_PROPERTY_EXAMPLES", 1000 if backends.backend_name() == "moto" else 200))
+SUPPRESS = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+PROVE = settings(max_examples=EXAMPLES, suppress_health_check=SUPPRESS)
+SEARCH = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+RUN = uuid.uuid4().hex[:8]           # request IDs never meet an earlier run's (DynamoDB Local outlives a run)
+START = 10**12
+AMOUNTS = [100**k for k in range(5)]  # operation k debits 100**k: the total spells out how often each applied
+SUCCESS = {"applied", "already applied", "applied or replayed", "created", "already created"}
+
+COUNTS: dict[str, dict[str, Any]] = {}   # pattern -> schedules run, distinct schedules, what a search found
+_examples = itertools.count()
+_emptied = itertools.count()
+
+
+def count(pattern: str, schedule: Any) -> None:
+    entry = COUNTS.setdefault(pattern, {"runs": 0, "distinct": set(), "found": None})
+    entry["runs"] += 1
+    entry["distinct"].add(repr(schedule))
+
+
+class _Summary:
+    """A pytest plugin, registered by the fixture below: the counts in the terminal summary."""
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_sep("-", f"property schedules on {backends.backend_name()}")
+        for pattern, entry in COUNTS.items():
+            line = f"{pattern}: {entry['runs']} schedules ({len(entry['distinct'])} distinct)"
+            if pattern.endswith("searched"):
+                line += f"; smallest counterexample found: {entry['found']}"
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_counts(request):
+    """One line per pattern at the end of the run: how many schedules were tried (and what was found)."""
+    if not request.config.pluginmanager.has_plugin("property-counts"):
+        request.config.pluginmanager.register(_Summary(), "property-counts")
+    yield
+
+
+@functools.cache
+def nb(name: str) -> dict[str, Any]:
+    return lesson(name)
+
+
+NB01, NB02, NB03 = "01_fixed_value_updates.ipynb", "02_conditional_creates.ipynb", "03_request_id_increments.ipynb"
+NB04, NB05, NB06 = "04_where_it_stops.ipynb", "05_remembering_every_request.ipynb", "06_saved_responses.ipynb"
+
+
+# --- faults, armed per delivery ---------------------------------------------------------------
+
+class Faults:
+    """One `LostResponses` installed once on a table's client, re-armed before each delivery.
+
+    `arm(k)` loses the response of the k-th write from now (0: the next one); `arm(None)` loses none.
+    Installing once per table (not once per example) keeps an example to a few milliseconds.
+    """
+
+    def __init__(self, table: Any) -> None:
+        self.lost = LostResponses().install(table)
+
+    def arm(self, k: int | None) -> None:
+        self.lost.at = frozenset() if k is None else frozenset([self.lost.sent + k])
+
+
+@functools.cache
+def rig(pattern: str, sort_key: str | None) -> tuple[Any, Faults]:
+    """The one table (and its faults) a pattern's examples share; each example resets its own items."""
+    table = helpers.fresh_table(helpers.connect(), f"props-{pattern}-{RUN}", sort_key=sort_key)
+    return table, Faults(table)
+
+
+EMPTY_EVERY = 20
+
+
+def empty_now_and_then(*tables: Any) -> None:
+    """Delete every item, every `EMPTY_EVERY` examples, where examples leave items behind (markers, records, orders).
+
+    The examples do not need it -- each uses request IDs and keys of its own and resets its wallet -- but moto
+    deep-copies every table a transaction touches (to roll back on failure): a table that kept every example's
+    items made example n cost O(n), and 1,000 examples of the ledger pattern grew to minutes and gigabytes.
+    """
+    if next(_emptied) % EMPTY_EVERY:
+        return
+    for table in tables:
+        helpers.tables._empty(table, [k["AttributeName"] for k in table.key_schema])
+
+
+# --- schedules ------------------------------------------------------------------------------
+
+def canonical(schedule: list[tuple]) -> list[tuple]:
+    """Relabel operations in order of first delivery (op 0 first): every shape, without its relabelings."""
+    labels: dict[int, int] = {}
+    return [(labels.setdefault(op, len(labels)), *rest) for op, *rest in schedule]
+
+
+def deliveries(ops: int, max_size: int = 8, bursts: bool = True) -> st.SearchStrategy[list[tuple[int, bool, int]]]:
+    """(op, lost, copies): `copies` > 1 is a burst of concurrent duplicates (their responses arrive)."""
+    copies = st.sampled_from([1, 1, 1, 3]) if bursts else st.just(1)
+    step = st.tuples(st.integers(0, ops - 1), st.booleans(), copies).map(
+        lambda s: (s[0], s[1] and s[2] == 1, s[2]))
+    return st.lists(step, min_size=1, max_size=max_size).map(canonical)
+
+
+def in_order(ops: int, max_size: int = 8) -> st.SearchStrategy[list[tuple[int, bool, int]]]:
+    """Each operation's copies back to back, the last one answered: duplicates and losses, no reordering."""
+    def group(schedule):
+        grouped = sorted(schedule, key=lambda s: s[0])
+        return [(op, lost and (n + 1 < len(grouped) and grouped[n + 1][0] == op), c)
+                for n, (op, lost, c) in enumerate(grouped)]
+    return deliveries(ops, max_size).map(group)
+
+
+def has_aba(order: list[int]) -> bool:
+    return any(order[i] == order[k] != order[j] for i, j, k in itertools.combinations(range(len(order)), 3))
+
+
+def as_delivered(schedule) -> list[int]:
+    """The ops in the order they reached the table, the final retries of unanswered ones included."""
+    order = [op for op, *_ in schedule]
+    return order + [op for op in dict.fromkeys(order) if all(lost for o, lost, _ in schedule if o == op)]
+
+
+def outcome_of(send: Callable[[], Any]) -> Any:
+    """What a caller saw: the answer, "timeout" for a lost response, or an error's name/code."""
+    try:
+        return send()
+    except ReadTimeoutError:
+        return "timeout"
+    except ClientError as error:
+        return error.response["Error"]["Code"]
+    except Exception as error:  # a refusal the lesson raises (StaleUpdate, OrderConflict, ...)
+        return type(error).__name__
+
+
+def deliver_all(schedule, faults: Faults, send: Callable[[int], Any],
+                before=lambda op: None, after=lambda op: None) -> dict[int, list]:
+    """Deliver `schedule` through `send(op)`; then one more try for every op that got no answer."""
+    answers: dict[int, list] = {op: [] for op, *_ in schedule}
+
+    def one(op):
+        before(op)
+        answers[op].append(outcome_of(lambda: send(op)))
+        after(op)
+
+    for op, lost, copies in schedule:
+        if copies == 1:
+            faults.arm(0 if lost else None)
+            one(op)
+        else:
+            faults.arm(None)
+            before(op)
+            answers[op].extend(race(lambda i: outcome_of(lambda: send(op)), copies))
+            after(op)
+    faults.arm(None)
+    for op, seen in answers.items():
+        if not any(a in SUCCESS or a in NON_RETRYABLE for a in seen):   # timeouts or errors only
+            one(op)                                                     # the caller's last retry
+    return answers
+
+
+NON_RETRYABLE = {"StaleUpdate", "OrderConflict"}   # definitive refusals: the caller does not try again
+
+
+# --- debits: naive, last_request_id, ledger, client token -----------------------------------------
+
+def run_debits(debit, table, faults, wallet_key, open_wallet, read_balance, schedule) -> list[str]:
+    """Deliver a debit schedule to a reset wallet; return the violated invariants (empty: all hold)."""
+    n = next(_examples)
+    faults.arm(None)
+    empty_now_and_then(table)
+    open_wallet(table, wallet_key, START)
+    answers = deliver_all(schedule, faults, lambda op: debit(table, wallet_key, AMOUNTS[op], f"{RUN}-{n}-{op}"))
+    debited = START - read_balance(table, wallet_key)
+    problems = []
+    for op, seen in answers.items():
+        applied = debited // AMOUNTS[op] % 100
+        told = [a for a in seen if a in SUCCESS]
+        if applied != 1:
+            problems.append(f"op {op} applied {applied} times")
+        if told and applied == 0:
+            problems.append(f"op {op} told {told[0]!r} but not applied")
+        if not told:
+            problems.append(f"op {op} never told success: {seen}")
+    if debited != sum(AMOUNTS[op] for op in answers):
+        problems.append(f"debited {debited}, the operations add up to {sum(AMOUNTS[op] for op in answers)}")
+    return problems
+
+
+def debit_rig(notebook: str, debit: str):
+    """(debit, table, faults, wallet, open_wallet, read_balance) for a notebook's debit function."""
+    code = nb(notebook)
+    if notebook == NB03:
+        table, faults = rig(f"03-{debit}", None)
+        return code[debit], table, faults, "w", helpers.open_wallet, helpers.read_balance
+    table, faults = rig(f"{notebook[:2]}-{debit}", "sk")
+    return code[debit], table, faults, "w", code["open_wallet"], code["read_balance"]
+
+
+def search(strategy, fails: Callable[[Any], list[str]], pattern: str):
+    """The smallest schedule hypothesis finds that violates an invariant (None if it finds none)."""
+    def violated(schedule):
+        count(pattern, schedule)
+        return bool(fails(schedule))
+
+    try:
+        found = find(strategy, violated, settings=SEARCH)
+    except NoSuchExample:
+        found = None
+    COUNTS.setdefault(pattern, {"runs": 0, "distinct": set(), "found": None})["found"] = found
+    return found
+
+
+def test_naive_debit_03_is_caught_failing():
+    rig_ = debit_rig(NB03, "debit_naive")
+    found = search(deliveries(4, bursts=False), lambda s: run_debits(*rig_, s), "naive debit (03), searched")
+    assert found is not None and len(found) <= 2          # one lost response, or one duplicate, is enough
+    assert run_debits(*rig_, found)
+
+
+@PROVE
+@given(schedule=in_order(4))
+def test_last_request_id_03_holds_without_reordering(schedule):
+    count("last_request_id (03), duplicates in order", schedule)
+    assert run_debits(*debit_rig(NB03, "debit_idempotent"), schedule) == []
+
+
+@pytest.mark.parametrize("notebook", [NB03, NB04])
+def test_last_request_id_is_caught_failing_under_aba(notebook):
+    rig_ = debit_rig(notebook, "debit_idempotent")
+    found = search(deliveries(4, bursts=False), lambda s: run_debits(*rig_, s),
+                   f"last_request_id ({notebook[:2]}) with late retries, searched")
+    assert found is not None
+    assert has_aba(as_delivered(found))          # A, B, A — or A (lost), B, and A's final retry
+    assert len(found) <= 3
+
+
+@PROVE
+@given(schedule=deliveries(4))
+def test_ledger_transaction_05_applies_each_request_once(schedule):
+    count("ledger transaction (05)", schedule)
+    assert run_debits(*debit_rig(NB05, "debit_ledger"), schedule) == []
+
+
+@PROVE
+@given(schedule=deliveries(4))
+def test_client_token_transaction_05_applies_each_request_once(schedule):
+    count("client-token transaction (05)", schedule)
+    assert run_debits(*debit_rig(NB05, "debit_token"), schedule) == []
+
+
+# --- 01 · fixed values and the guarded status update ----------------------------------------------
+
+def run_statuses(update: str, schedule) -> list[str]:
+    """Op 0 sets "packed", op 1 "shipped" (sent only once op 0 was applied); the status must never go back."""
+    code = nb(NB01)
+    table, faults = rig(f"01-{update}", None)
+    statuses = ["packed", "shipped"]
+    rank = {"placed": 0, "packed": 1, "shipped": 2}
+    faults.arm(None)
+    table.put_item(Item={"pk": "o", "status": "placed"})
+    history = []
+    answers = deliver_all(schedule, faults, lambda op: code[update](table, "o", statuses[op]),
+                          after=lambda op: history.append(helpers.read_item(table, {"pk": "o"})["status"]))
+    final = helpers.read_item(table, {"pk": "o"})["status"]
+    problems = []
+    highest = statuses[max(answers)]
+    if final != highest:
+        problems.append(f"final status {final!r}, the last update set {highest!r}")
+    if any(rank[b] < rank[a] for a, b in zip(history, history[1:])):
+        problems.append(f"a late retry undid a newer status: {history}")
+    for op, seen in answers.items():
+        if not any(a in SUCCESS or a in NON_RETRYABLE for a in seen):
+            problems.append(f"op {op} never answered: {seen}")
+    return problems
+
+
+@PROVE
+@given(schedule=in_order(2))
+def test_fixed_value_01_is_safe_to_repeat(schedule):
+    count("fixed-value update (01), duplicates in order", schedule)
+    assert run_statuses("set_status", schedule) == []
+
+
+def test_fixed_value_01_is_caught_failing_when_a_retry_comes_late():
+    found = search(deliveries(2, bursts=False), lambda s: run_statuses("set_status", s),
+                   "fixed-value update (01) with late retries, searched")
+    assert found is not None and as_delivered(found) == [0, 1, 0]   # packed (lost?), shipped, packed again
+
+
+@PROVE
+@given(schedule=deliveries(2))
+def test_guarded_status_update_01_survives_late_retries(schedule):
+    count("guarded status update (01)", schedule)
+    assert run_statuses("advance_status", schedule) == []
+
+
+# --- 02 · conditional create ------------------------------------------------------------------
+
+def run_creates(create: str, keys: list[int], schedule) -> list[str]:
+    """Op i creates order (key keys[i], customer c<i>, amount 10+i); the first delivered per key must win."""
+    code = nb(NB02)
+    table, faults = rig(f"02-{create}", None)
+    faults.arm(None)
+    empty_now_and_then(table)
+    n = next(_examples)
+    first_at: dict[int, int] = {}
+    clock = code["db"].clock
+
+    def before(op):
+        clock.advance(1)
+        first_at.setdefault(op, int(clock.now()))
+
+    answers = deliver_all(schedule, faults,
+                          lambda op: code[create](table, f"{RUN}-{n}-k{keys[op]}", f"c{op}", 10 + op), before)
+    problems = []
+    winners = {}
+    for op in sorted(answers, key=lambda op: first_at[op]):
+        winners.setdefault(keys[op], op)
+    for key, op in winners.items():
+        item = helpers.read_item(table, {"pk": f"{RUN}-{n}-k{key}"})
+        expected = {"customer": f"c{op}", "amount": 10 + op, "created_at": first_at[op]}
+        if item is None or {k: item[k] for k in expected} != expected:
+            problems.append(f"order k{key} is {item}, first written as {expected}")
+    for op, seen in answers.items():
+        told = [a for a in seen if a in SUCCESS]
+        if winners[keys[op]] == op and not told:
+            problems.append(f"op {op} won but was never told so: {seen}")
+        if winners[keys[op]] != op and told:
+            problems.append(f"op {op} told {told[0]!r}, but op {winners[keys[op]]}'s order holds the key")
+    return problems
+
+
+order_keys = st.lists(st.integers(0, 1), min_size=3, max_size=3)
+
+
+@PROVE
+@given(keys=order_keys, schedule=deliveries(3))
+def test_conditional_create_02_first_write_wins_and_conflicts_are_refused(keys, schedule):
+    count("conditional create, checked (02)", (keys, schedule))
+    assert run_creates("create_checked", keys, schedule) == []
+
+
+def test_create_once_02_is_caught_telling_a_conflict_it_succeeded():
+    found = search(st.tuples(order_keys, deliveries(3, bursts=False)), lambda ks: run_creates("create_once", *ks),
+                   "conditional create, unchecked (02), searched")
+    assert found is not None
+    keys, schedule = found
+    assert len({op for op, *_ in schedule}) == 2 and keys[0] == keys[1]
+
+
+# --- 06 · the saved-response handler ------------------------------------------------------------
+
+STEPS = ["claimed", "debited", "charged"]
+LOSE = {"claim": ("records", 0), "debit": ("wallets", 0), "complete": ("records", 1)}
+handler_actions = st.lists(
+    st.one_of(
+        st.tuples(st.just("call"), st.integers(0, 2), st.sampled_from([None, *STEPS]),   # crash there
+                  st.sampled_from([None, *LOSE])),                                        # lose that write's response
+        st.tuples(st.just("stall"), st.integers(0, 2), st.sampled_from(STEPS), st.none()),   # lease runs out mid-way
+        st.tuples(st.just("duplicate"), st.integers(0, 2), st.sampled_from(STEPS), st.none()),
+        st.tuples(st.just("advance"), st.none(), st.integers(0, 45), st.none()),
+    ),
+    min_size=1, max_size=10,
+)
+
+
+@functools.cache
+def handler_rig():
+    code = nb(NB06)
+    return code, {"records": Faults(code["records"]), "wallets": Faults(code["wallets"])}
+
+
+def run_handler(schedule) -> list[str]:
+    """Payments under keys 0..2 (amounts 1, 100, 10 000) through notebook 06's `pay`."""
+    code, faults = handler_rig()
+    for f in faults.values():
+        f.arm(None)
+    n, clock = next(_examples), code["db"].clock
+    code["provider"] = provider = PaymentProvider(clock)
+    empty_now_and_then(code["wallets"], code["records"])
+    helpers.open_wallet(code["wallets"], code["WALLET"], START)
+    key = lambda k: f"{RUN}-{n}-{k}"                                                      # noqa: E731
+    payload = lambda k: {"wallet": code["WALLET"], "amount": AMOUNTS[k]}                 # noqa: E731
+    answers: dict[int, list] = {}
+    invocations = (f"inv-{i}" for i in itertools.count())
+    problems: list[str] = []
+
+    def call(k, hook=lambda step: None):
+        try:
+            answers.setdefault(k, []).append(code["pay"](key(k), payload(k), next(invocations), hook))
+        except (code["Crash"], ReadTimeoutError):
+            answers.setdefault(k, [])
+
+    def interrupt_at(k, at, stall):
+        done = []
+
+        def hook(step):
+            if step == at and not done:
+                done.append(step)
+                if stall:
+                    clock.advance(code["LEASE_SECONDS"] + 1)
+                call(k)
+        return hook
+
+    def applied():
+        debited = START - helpers.read_balance(code["wallets"], code["WALLET"])
+        charged = [c.idempotency_key for c in provider.made]
+        return {k: (debited // AMOUNTS[k] % 100, charged.count(key(k))) for k in range(3)}
+
+    for kind, k, arg, lose in schedule:
+        if kind == "call":
+            if lose:
+                table, offset = LOSE[lose]
+                faults[table].arm(offset)
+            call(k, code["crash_at"](arg) if arg else (lambda step: None))
+            for f in faults.values():
+                f.arm(None)
+        elif kind in ("stall", "duplicate"):
+            call(k, interrupt_at(k, arg, stall=kind == "stall"))
+        else:
+            clock.advance(arg)
+        twice = {k: v for k, v in applied().items() if max(v) > 1}
+        if twice:
+            problems.append(f"after {kind}: applied (debits, charges) {twice}")
+    clock.advance(code["LEASE_SECONDS"] + 1)      # whatever crashed, its lease is over now
+    for k in sorted(answers):
+        call(k)                                  # the caller's last retry
+    final = applied()
+    for k, seen in answers.items():
+        successes = [a for a in seen if a["status"] == 201]
+        if final[k] != (1, 1):
+            problems.append(f"key {k}: (debits, charges) {final[k]}")
+        if not successes or seen[-1]["status"] != 201:
+            problems.append(f"key {k} never answered 201: {seen}")
+        elif any(a != successes[0] for a in successes):
+            problems.append(f"key {k} replayed a different response: {successes}")
+        elif successes[0]["body"]["amount"] != AMOUNTS[k]:
+            problems.append(f"key {k} answered {successes[0]}")
+        if any(a["status"] != 201 and a != code["IN_PROGRESS"] for a in seen):
+            problems.append(f"key {k} got an unexpected answer: {seen}")
+    return problems
+
+
+@PROVE
+@given(schedule=handler_actions)
+def test_saved_response_handler_06_one_debit_one_charge_one_response(schedule):
+    count("saved-response handler (06)", schedule)
+    assert run_handler(schedule) == []
