@@ -10,8 +10,10 @@ Three markdown tables, ready to paste into the README:
    `pytest NOTEBOOK --nbval --nbval-current-env`, against a baseline notebook that only does
    the same imports and starts the backend; on moto (target: the collection within 2.0× of
    the baseline) and on DynamoDB Local (target: within 2× of moto).
-2. **One logical debit per pattern**: round trips, write units (as DynamoDB Local reports
-   them) and milliseconds, on both backends, and whether a resend applies again.
+2. **One logical debit per pattern**, through the notebooks' own functions (03's naive and
+   `last_request_id` debits, 05's ledger and client-token transactions, 06's saved-response
+   handler), each backend in a process of its own: round trips, write units as each backend
+   reports them (and as AWS documents them), milliseconds, and whether a resend applies again.
 3. **The helpers' overhead** over a bare boto3 call: a client from `helpers.connect()`
    (faithful moto, virtual backoff) against a stock moto boto3 client, same operation, same
    table (target: within 10%).
@@ -23,6 +25,7 @@ so compare ratios, not absolute numbers.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -155,35 +158,6 @@ def last_request_id_update(client: Any, table: str, rid: str, **extra: Any) -> A
         return error.response  # already applied: success
 
 
-def ledger_transaction(client: Any, table: str, rid: str, **extra: Any) -> Any:
-    try:
-        return client.transact_write_items(TransactItems=[
-            {"Put": {"TableName": table, "Item": {"pk": s(f"request#{rid}")},
-                     "ConditionExpression": "attribute_not_exists(pk)"}},
-            {"Update": {"TableName": table, "Key": {"pk": s("w")}, "UpdateExpression": "SET balance = balance - :a",
-                        "ConditionExpression": "attribute_exists(balance)", "ExpressionAttributeValues": {":a": n(1)}}},
-        ], **extra)
-    except client.exceptions.TransactionCanceledException as error:
-        return error.response  # the marker exists: already applied
-
-
-def token_transaction(client: Any, table: str, rid: str, **extra: Any) -> Any:
-    return client.transact_write_items(ClientRequestToken=rid, TransactItems=[
-        {"Update": {"TableName": table, "Key": {"pk": s("w")}, "UpdateExpression": "SET balance = balance - :a",
-                    "ConditionExpression": "attribute_exists(balance)", "ExpressionAttributeValues": {":a": n(1)}}},
-    ], **extra)
-
-
-PATTERNS: list[tuple[str, Callable[..., Any]]] = [
-    ("naive `update_item`", naive_update),
-    ("`update_item` checking `last_request_id`", last_request_id_update),
-    ("`TransactWriteItems`: marker item + debit", ledger_transaction),
-    ("`TransactWriteItems` with `ClientRequestToken`", token_transaction),
-]
-# What AWS documents for items under 1 KB: 1 write unit per item written, 2 per item in a transaction.
-AWS_WRITE_UNITS = {naive_update: 1, last_request_id_update: 1, ledger_transaction: 4, token_transaction: 2}
-
-
 def make_table(client: Any, name: str) -> str:
     try:
         client.create_table(
@@ -197,81 +171,121 @@ def make_table(client: Any, name: str) -> str:
     return name
 
 
-def balance(client: Any, table: str) -> int:
-    return int(client.get_item(TableName=table, Key={"pk": s("w")}, ConsistentRead=True)["Item"]["balance"]["N"])
+# The notebooks' own debit functions (tests/notebook_code.py runs their `lesson` cells), timed as they stand.
+# (label, notebook, function, write units AWS documents for items under 1 KB: 1 per item written, 2 per item
+# in a transaction; 06's handler writes its record (1), a marker + debit transaction (4) and the completion (1)).
+NOTEBOOK_PATTERNS: list[tuple[str, str, str, int]] = [
+    ("naive debit (03 `debit_naive`)", "03_request_id_increments.ipynb", "debit_naive", 1),
+    ("`last_request_id` debit (03 `debit_idempotent`)", "03_request_id_increments.ipynb", "debit_idempotent", 1),
+    ("ledger transaction (05 `debit_ledger`)", "05_remembering_every_request.ipynb", "debit_ledger", 4),
+    ("`ClientRequestToken` transaction (05 `debit_token`)", "05_remembering_every_request.ipynb", "debit_token", 2),
+    ("saved-response handler (06 `pay`)", "06_saved_responses.ipynb", "pay", 6),
+]
+EMPTY_EVERY = 20   # untimed: moto deep-copies a table per transaction, so a table that only grows would time moto
 
 
-def write_units(response: dict[str, Any]) -> float | None:
-    consumed = response.get("ConsumedCapacity")
-    if not consumed:
-        return None
-    entries = consumed if isinstance(consumed, list) else [consumed]
-    return sum(float(e.get("CapacityUnits", 0) or 0) for e in entries)
+class Rig:
+    """One notebook debit function with its tables: `debit(request_id)`, `balance()`, `empty()`."""
+
+    def __init__(self, code: dict[str, Any], notebook: str, function: str, metered: bool) -> None:
+        import helpers
+        from helpers.meter import CapacityMeter
+
+        self.code, self.meter = code, CapacityMeter()
+        db = code["db"]
+        if function == "pay":
+            self.tables = {"wallets": db.table(code["wallets"].name.removesuffix(db.table_name(""))),
+                           "records": db.table(code["records"].name.removesuffix(db.table_name("")))}
+            self.wallet_key = {"pk": "bench"}
+        else:
+            sort_key = "sk" if notebook.startswith("05") else None
+            self.tables = {"table": helpers.fresh_table(db, f"bench-{notebook[:2]}-{function}", sort_key=sort_key)}
+            self.wallet_key = {"pk": "bench", "sk": "wallet"} if sort_key else {"pk": "bench"}
+        if metered:
+            for table in self.tables.values():
+                self.meter.install(table)
+        self.function = function
+        self.debit = self._pay if function == "pay" else (
+            lambda rid: code[function](self.tables["table"], "bench", 1, rid))
+
+    def _pay(self, rid: str) -> Any:
+        self.code["wallets"], self.code["records"] = self.tables["wallets"], self.tables["records"]
+        return self.code["pay"](rid, {"wallet": "bench", "amount": 1}, "bench")
+
+    def empty(self) -> None:
+        import helpers
+
+        for table in self.tables.values():
+            helpers.tables._empty(table, [k["AttributeName"] for k in table.key_schema])
+        self.wallet().put_item(Item={**self.wallet_key, "balance": 10**15})
+
+    def wallet(self) -> Any:
+        return self.tables["wallets" if self.function == "pay" else "table"]
+
+    def balance(self) -> int:
+        return int(self.wallet().get_item(Key=self.wallet_key, ConsistentRead=True)["Item"]["balance"])
 
 
-class RoundTrips:
-    """Counts HTTP requests a client sends (botocore's request-created event, retries included)."""
+def patterns_child(reps: int) -> dict[str, Any]:
+    """In a process of its own (RETRY_BACKEND set): measure each notebook pattern; return JSON-ready results."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.payment_provider import PaymentProvider
+    from notebook_code import lesson
 
-    def __init__(self, client: Any) -> None:
-        self.count = 0
-        client.meta.events.register("request-created.dynamodb", self._seen)
-
-    def _seen(self, **_: Any) -> None:
-        self.count += 1
-
-
-def bench_pattern(client: Any, table: str, debit: Callable[..., Any], reps: int) -> dict[str, Any]:
-    trips = RoundTrips(client)
-    for _ in range(max(5, reps // 10)):  # warm up
-        debit(client, table, str(uuid.uuid4()))
-    before_trips = trips.count
-    debit(client, table, str(uuid.uuid4()))
-    calls = trips.count - before_trips
-    units = write_units(debit(client, table, str(uuid.uuid4()), ReturnConsumedCapacity="TOTAL"))
-    rid = str(uuid.uuid4())
-    debit(client, table, rid)
-    start_balance = balance(client, table)
-    debit(client, table, rid)  # the same request again, as a retry sends it
-    safe = balance(client, table) == start_balance
-    samples = []
-    for _ in range(reps):
+    codes: dict[str, dict[str, Any]] = {}
+    results = {}
+    for label, notebook, function, _ in NOTEBOOK_PATTERNS:
+        code = codes.setdefault(notebook, lesson(notebook))
+        if function == "pay":
+            code["provider"] = PaymentProvider(code["db"].clock)
+        metered, plain = Rig(code, notebook, function, metered=True), Rig(code, notebook, function, metered=False)
+        metered.empty()
+        for _ in range(5):                                   # warm up
+            metered.debit(str(uuid.uuid4()))
+        metered.meter.reset()
+        metered.debit(str(uuid.uuid4()))
+        trips, units = metered.meter.round_trips, metered.meter.capacity_units
         rid = str(uuid.uuid4())
-        started = time.perf_counter()
-        debit(client, table, rid)
-        samples.append((time.perf_counter() - started) * 1000)
-    return {"calls": calls, "units": units, "ms": median(samples), "safe": safe}
+        metered.debit(rid)
+        before = metered.balance()
+        metered.debit(rid)                                    # the same request again, as a retry sends it
+        safe = metered.balance() == before
+        samples = []
+        for i in range(reps):
+            if i % EMPTY_EVERY == 0:
+                plain.empty()
+            rid = str(uuid.uuid4())
+            started = time.perf_counter()
+            plain.debit(rid)
+            samples.append((time.perf_counter() - started) * 1000)
+        results[label] = {"trips": trips, "units": units, "safe": safe, "ms": median(samples)}
+    return results
 
 
-def bench_patterns(backends: list[str], reps: int) -> str:
-    import helpers
-
+def bench_patterns(backends: dict[str, dict[str, str]], reps: int) -> str:
     results: dict[str, dict[str, dict[str, Any]]] = {}
-    for backend in backends:
-        log(f"patterns on {backend}")
-        db = helpers.connect(backend)
-        client = db.client()
-        results[backend] = {}
-        for i, (name, debit) in enumerate(PATTERNS):
-            table = make_table(client, f"bench-pattern-{i}")
-            results[backend][name] = bench_pattern(client, table, debit, reps)
-    units_from = "dynamodb-local" if "dynamodb-local" in results else backends[0]
-    head = "| one logical debit | resend applies again? | round trips | write units (" + (
-        "DynamoDB Local" if units_from == "dynamodb-local" else units_from) + ") | write units (AWS documents) |"
-    head += "".join(f" {'moto' if b == 'moto' else 'DynamoDB Local'} ms |" for b in backends)
-    lines = [head, "|---|---|---:|---:|---:|" + "---:|" * len(backends)]
-    for name, debit in PATTERNS:
-        first = results[backends[0]][name]
-        units = results[units_from][name]["units"]
-        row = f"| {name} | {'no' if first['safe'] else 'yes'} | {first['calls']} | "
-        row += f"{units:g} |" if units is not None else "not reported |"
-        row += f" {AWS_WRITE_UNITS[debit]} |"
-        row += "".join(f" {results[b][name]['ms']:.2f} |" for b in backends)
+    for backend, env in backends.items():
+        log(f"patterns on {backend} (the notebooks' own functions)")
+        done = subprocess.run([sys.executable, __file__, "--patterns-child", "--reps", str(reps)],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"patterns on {backend} failed:\n{done.stderr[-3000:]}")
+        results[backend] = json.loads(done.stdout.strip().splitlines()[-1])
+    names = {"moto": "moto", "dynamodb-local": "DynamoDB Local"}
+    head = "| one logical debit | resend applies again? | round trips |"
+    head += "".join(f" write units ({names[b]} reports) |" for b in backends) + " write units (AWS documents) |"
+    head += "".join(f" {names[b]} ms |" for b in backends)
+    lines = [head, "|---|---|---:|" + "---:|" * (2 * len(backends) + 1)]
+    first = next(iter(backends))
+    for label, _, _, documented in NOTEBOOK_PATTERNS:
+        r = results[first][label]
+        row = f"| {label} | {'no' if r['safe'] else 'yes'} | {r['trips']} |"
+        row += "".join(f" {results[b][label]['units']:g} |" for b in backends) + f" {documented} |"
+        row += "".join(f" {results[b][label]['ms']:.2f} |" for b in backends)
         lines.append(row)
-    disagree = [
-        name for name, _ in PATTERNS
-        if len({(results[b][name]["calls"], results[b][name]["safe"]) for b in backends}) > 1
-    ]
-    note = f"\n\nBackends disagree on calls or retry-safety for: {', '.join(disagree)}" if disagree else ""
+    disagree = [label for label, *_ in NOTEBOOK_PATTERNS
+                if len({(results[b][label]["trips"], results[b][label]["safe"]) for b in backends}) > 1]
+    note = f"\n\nBackends disagree on round trips or retry-safety for: {', '.join(disagree)}" if disagree else ""
     return "\n".join(lines) + note
 
 
@@ -327,8 +341,12 @@ def main() -> int:
     parser.add_argument("--reps", type=int, help="timed calls per pattern (default 300; quick 50)")
     parser.add_argument("--skip-notebooks", action="store_true")
     parser.add_argument("--skip-dynamodb-local", action="store_true")
+    parser.add_argument("--patterns-child", action="store_true", help=argparse.SUPPRESS)  # one backend, JSON out
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to time (default: all committed)")
     args = parser.parse_args()
+    if args.patterns_child:
+        print(json.dumps(patterns_child(args.reps or 300)))
+        return 0
     nbval_reps = args.nbval_reps or (1 if args.quick else 3)
     reps = args.reps or (50 if args.quick else 300)
     paths = [p.resolve() for p in args.notebooks] or notebooks()
@@ -354,7 +372,7 @@ def main() -> int:
             sections.append(("Notebooks under strict nbval (wall seconds, median of "
                              f"{nbval_reps} run{'s' if nbval_reps > 1 else ''})",
                              bench_notebooks(paths, nbval_reps, backends)))
-        sections.append((f"One logical debit, per pattern (median of {reps} debits)", bench_patterns(list(backends), reps)))
+        sections.append((f"One logical debit, per pattern (median of {reps} debits)", bench_patterns(backends, reps)))
         sections.append(("The helpers' overhead over a bare boto3 call (moto, one thread)", bench_overhead(reps)))
     finally:
         if server is not None:
