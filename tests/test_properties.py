@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
 import uuid
 from typing import Any, Callable
@@ -493,3 +494,72 @@ def run_handler(schedule) -> list[str]:
 def test_saved_response_handler_06_one_debit_one_charge_one_response(schedule):
     count("saved-response handler (06)", schedule)
     assert run_handler(schedule) == []
+
+
+# --- 07 · queue consumers ------------------------------------------------------------------------------
+#
+# A delivery hands the consumer one SQS message: (operation k, copy c). Copy 0 is the producer's first
+# SendMessage; copy 1 is its resend after a lost response -- a new message, so a new MessageId. The same
+# (k, c) delivered again is SQS redelivering one message (a crash before DeleteMessage, a visibility timeout,
+# a failed batch, a redrive); a burst delivers copies at the same instant, to concurrent consumers.
+
+NB07 = "07_event_sources.ipynb"
+message_deliveries = st.lists(
+    st.one_of(
+        st.tuples(st.integers(0, 4), st.integers(0, 1), st.just(1)),
+        st.tuples(st.integers(0, 4), st.integers(0, 1), st.integers(2, 4)),    # a burst of n copies
+    ),
+    min_size=1, max_size=10,
+)
+
+
+@pytest.fixture(scope="module")
+def consumers():
+    from helpers.sqs_clock import use_wall_clock
+
+    code = nb(NB07)                     # its imports cell puts moto's SQS on its clock: give it back after
+    yield code
+    use_wall_clock()
+
+
+def run_consumer(code: dict[str, Any], consumer: str, schedule) -> list[str]:
+    """Deliver `schedule` to one of notebook 07's consumers; the invariants it breaks."""
+    example = next(_examples)
+    table, _ = rig("07-consumer", None)
+    empty_now_and_then(table)
+    code["wallets"] = table                    # the notebook's consumers write to `wallets`
+    helpers.open_wallet(table, code["WALLET"], START)
+    handle = code["CONSUMERS"][consumer]
+
+    def message(k, c):
+        body = {"operation_id": f"{RUN}-{example}-op{k}", "wallet": code["WALLET"], "amount": AMOUNTS[k]}
+        return {"MessageId": f"{RUN}-{example}-m{k}.{c}", "Body": json.dumps(body)}
+
+    answers: dict[int, list[Any]] = {}
+    for k, c, copies in schedule:
+        outcomes = [handle(message(k, c))] if copies == 1 else race(lambda i: handle(message(k, c)), copies)
+        answers.setdefault(k, []).extend(outcomes)
+    problems = []
+    debited = START - helpers.read_balance(code["wallets"], code["WALLET"])
+    if debited != sum(AMOUNTS[k] for k in answers):
+        problems.append(f"debited {debited}, the operations add up to {sum(AMOUNTS[k] for k in answers)}")
+    for k, seen in answers.items():
+        if consumer != "naive" and sorted(seen, key=str)[-1:] != ["applied"] or seen.count("applied") > 1:
+            problems.append(f"operation {k}: {seen}")
+    return problems
+
+
+@PROVE
+@given(schedule=message_deliveries)
+def test_consumer_keyed_by_operation_id_07_applies_each_operation_once(consumers, schedule):
+    count("SQS consumer keyed by operation ID (07)", schedule)
+    assert run_consumer(consumers, "keyed by operation ID", schedule) == []
+
+
+@pytest.mark.parametrize("consumer", ["naive", "keyed by MessageId"])
+def test_consumers_07_that_key_on_the_message_are_caught_failing(consumers, consumer):
+    found = search(message_deliveries, lambda s: run_consumer(consumers, consumer, s),
+                   f"SQS consumer {consumer} (07), searched")
+    assert found is not None and len(found) <= 2
+    if consumer == "keyed by MessageId":            # only a resend (a second copy) gets through
+        assert len({c for k, c, _ in found}) == 2 and len({k for k, c, _ in found}) == 1
