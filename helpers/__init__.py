@@ -19,6 +19,8 @@ Each module has one job; open the one a notebook names:
     gateway         an API Gateway with an integration timeout, in virtual time
     queues          fresh_queue() and a Consumer that can crash before deleting
     sqs_clock       moto's SQS visibility timeouts on the virtual clock
+    fifo_dedup      FIFO deduplication's 5-minute window, as AWS documents it
+    lambda_sqs      Lambda's SQS poller: batches, whole-batch failures, batchItemFailures
     swimlanes       Timeline and swimlanes(): who saw what, and when
     payment_provider  a fake provider that honours an idempotency key
     powertools_clock  Powertools' idempotency utility on the virtual clock

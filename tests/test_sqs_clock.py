@@ -69,9 +69,9 @@ def test_wall_clock_comes_back(db):
     assert moto.sqs.models.unix_time is moto.core.utils.unix_time
 
 
-def test_moto_gap_fifo_deduplication_forgets_a_deleted_message(sqs):
-    """Recorded gap: AWS drops a duplicate MessageDeduplicationId for 5 minutes after the first send, even if
-    the first was already received and deleted. moto 5.2.5 only compares against messages still in the queue."""
+def test_fifo_deduplication_window_runs_on_the_virtual_clock(sqs):
+    """AWS drops a duplicate MessageDeduplicationId for 5 minutes after the first send, even once the first was
+    received and deleted (moto alone forgets it at the delete: helpers/fifo_dedup.py, tests/test_lesson_07.py)."""
     client, clock = sqs
     url = client.create_queue(QueueName="test-sqs-clock.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     send = dict(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="op-1")
@@ -80,5 +80,8 @@ def test_moto_gap_fifo_deduplication_forgets_a_deleted_message(sqs):
     [message] = receive(client, url)
     client.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     clock.advance(60)
-    client.send_message(**send)                                  # AWS would drop this one too
-    assert len(receive(client, url)) == 1                        # moto delivers it
+    client.send_message(**send)                                  # deleted, but within 5 minutes: dropped
+    assert receive(client, url) == []
+    clock.advance(241)
+    client.send_message(**send)                                  # 301 s after the first send: delivered
+    assert len(receive(client, url)) == 1

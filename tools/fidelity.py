@@ -263,6 +263,26 @@ def probe_ttl(client: Any) -> dict[str, Any]:
     return {"value": "no (still readable 2 s later)" if item else "yes: gone within 2 s"}
 
 
+def probe_fifo_dedup(target: str) -> dict[str, Any]:
+    """SQS (always moto): a FIFO resend with the same deduplication ID, after the first copy was deleted."""
+    import boto3
+
+    if target == "stock":  # mock_aws() is already started by make_client
+        sqs = boto3.client("sqs", region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
+    else:
+        import helpers
+
+        sqs = helpers.connect(target).sqs()
+    url = sqs.create_queue(QueueName="fidelity-dedup.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    send = dict(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="op-1")
+    sqs.send_message(**send)
+    for message in sqs.receive_message(QueueUrl=url).get("Messages", []):
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    sqs.send_message(**send)  # seconds later: AWS documents it dropped (5-minute window)
+    again = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    return {"value": "yes: delivered again" if again else "no: dropped"}
+
+
 PROBES: list[tuple[str, str, Callable[..., dict[str, Any]]]] = [
     ("same_id", "same-ID guarded debit, {threads} threads × {rounds} rounds: rounds with ≠1 winner", probe_same_id),
     ("distinct", "distinct debits, {threads} threads × {distinct_rounds} rounds: lost updates", probe_distinct),
@@ -273,6 +293,8 @@ PROBES: list[tuple[str, str, Callable[..., dict[str, Any]]]] = [
     ("capacity", "ConsumedCapacity (TOTAL); AWS documents put 1 · update 1 · transactions 2/4/8", probe_capacity),
     ("all_old", "ReturnValuesOnConditionCheckFailure=ALL_OLD: item returned?", probe_all_old),
     ("ttl", "TTL enabled, item expired a day ago: deleted?", probe_ttl),
+    ("fifo_dedup", "SQS FIFO resend, same deduplication ID, after the first copy was deleted: delivered? "
+                   "(AWS documents no; SQS is moto's for every target)", probe_fifo_dedup),
 ]
 
 
@@ -286,6 +308,8 @@ def run_probes(target: str, threads: int, rounds: int) -> dict[str, Any]:
                 result = probe(client, threads, rounds)
             elif key in ("distinct", "distinct_fast"):
                 result = probe(client, threads, max(1, rounds // 2))
+            elif key == "fifo_dedup":
+                result = probe(target)
             else:
                 result = probe(client)
         except Exception as error:  # a probe that breaks is a finding, not a crash
