@@ -7,6 +7,7 @@ Each module has one job; open the one a notebook names:
     client_tokens   DynamoDB's ClientRequestToken rules
     dynamodb_local  find, start and stop AWS's DynamoDB Local
     faults          LostResponses: the write commits, the caller times out
+    dynamodb_errors DynamoDBErrors: conflicts, throttling and 500s, as DynamoDB answers them
     virtual_backoff botocore's retry backoff on the virtual clock
     clock           VirtualClock: time that only moves when told
     ids             RequestIds: seeded, uuid-shaped request IDs
@@ -32,6 +33,7 @@ from . import charts, concurrency
 from .backends import connect
 from .clock import VirtualClock
 from .events import EventLog
+from .dynamodb_errors import DynamoDBErrors
 from .faults import LostResponses
 from .ids import RequestIds
 from .notebook import setup
@@ -39,6 +41,6 @@ from .tables import fresh_table, open_wallet, read_balance, read_item
 from .validation import BadInput, WalletNotFound, check_debit
 
 __all__ = [
-    "connect", "VirtualClock", "EventLog", "LostResponses", "RequestIds", "setup",
+    "connect", "VirtualClock", "EventLog", "LostResponses", "DynamoDBErrors", "RequestIds", "setup",
     "fresh_table", "open_wallet", "read_balance", "read_item", "BadInput", "WalletNotFound", "check_debit",
 ]

@@ -1,0 +1,194 @@
+"""DynamoDB's own failure answers, injected: conflicts, throttling, 500s.
+
+Neither moto nor DynamoDB Local ever cancels a transaction for a conflict,
+throttles, or fails with a 500 on its own; AWS does. A `DynamoDBErrors`
+schedule makes chosen write requests get one of those answers instead, shaped
+as DynamoDB sends it (error code, message, HTTP status, `CancellationReasons`),
+so a handler can be tested against every answer a write can get.
+
+The answer is injected inside botocore, where the HTTP response would arrive:
+botocore parses it with its own JSON parser, and its standard retry mode
+classifies it exactly as it classifies AWS's answer (it resends throttling,
+`TransactionInProgressException` and 500s by itself; it never resends a
+cancelled transaction). Nothing here depends on the backend.
+
+| kind                    | what the caller gets                         | applied?  |
+|-------------------------|----------------------------------------------|-----------|
+| `CONFLICT`              | TransactionCanceledException (400), one      | no        |
+|                         | reason per action, `TransactionConflict` at  |           |
+|                         | `conflict_item`; TransactionConflictException |           |
+|                         | (400) for a single-item write                |           |
+| `THROTTLED`             | ProvisionedThroughputExceededException (400) | no        |
+| `THROTTLING`            | ThrottlingException (400)                    | no        |
+| `IN_PROGRESS`           | TransactionInProgressException (400)         | no        |
+| `ERROR_500_NOT_APPLIED` | InternalServerError (500)                    | no        |
+| `ERROR_500_APPLIED`     | InternalServerError (500), after the table   | yes       |
+|                         | applied the write                            |           |
+
+The caller of a 500 cannot tell the last two apart: that is the point.
+
+Sources for the shapes:
+- TransactWriteItems errors and CancellationReasons:
+  https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html
+- Common and DynamoDB errors (throttling, InternalServerError, TransactionConflict):
+  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html
+- Transaction conflict handling:
+  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html
+- The exceptions as botocore models them (TransactionCanceledException's causes, TransactionConflictException):
+  https://docs.aws.amazon.com/botocore/latest/reference/services/dynamodb/client/exceptions/TransactionCanceledException.html
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from typing import Any, Iterable, Mapping
+
+from .faults import WRITES, _client_of
+
+CONFLICT = "TransactionConflict"
+THROTTLED = "ProvisionedThroughputExceeded"
+THROTTLING = "Throttling"
+IN_PROGRESS = "TransactionInProgress"
+ERROR_500_NOT_APPLIED = "InternalServerError (not applied)"
+ERROR_500_APPLIED = "InternalServerError (applied)"
+KINDS = (CONFLICT, THROTTLED, THROTTLING, IN_PROGRESS, ERROR_500_NOT_APPLIED, ERROR_500_APPLIED)
+
+_ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
+_SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words them
+    THROTTLED: (400, "ProvisionedThroughputExceededException",
+                "The level of configured provisioned throughput for the table was exceeded. "
+                "Consider increasing your provisioning level with the UpdateTable API."),
+    THROTTLING: (400, "ThrottlingException", "Rate of requests exceeds the allowed throughput."),
+    IN_PROGRESS: (400, "TransactionInProgressException",
+                  "The transaction with the given request token is already in progress."),
+    ERROR_500_NOT_APPLIED: (500, "InternalServerError",
+                           "Internal server error"),
+    ERROR_500_APPLIED: (500, "InternalServerError", "Internal server error"),
+}
+
+
+class DynamoDBErrors:
+    """Which write requests get which of DynamoDB's failure answers.
+
+    `at` maps the n-th write request (0, 1, 2, ... in order of sending, retries included)
+    to a kind; with `p` > 0 the other requests get a kind drawn from `kinds` with
+    probability `p`, from a seeded generator.
+
+    >>> DynamoDBErrors(at={1: CONFLICT}).decide_many(3)
+    [None, 'TransactionConflict', None]
+    >>> DynamoDBErrors(p=0.5, seed=3, kinds=(THROTTLING,)).decide_many(4)
+    ['Throttling', 'Throttling', None, 'Throttling']
+    """
+
+    def __init__(
+        self,
+        *,
+        at: Mapping[int, str] | None = None,
+        p: float = 0.0,
+        seed: int = 0,
+        kinds: Iterable[str] = KINDS,
+        operations: Iterable[str] = WRITES,
+        conflict_item: int = -1,
+    ) -> None:
+        self.at = dict(at or {})
+        self.kinds = tuple(kinds)
+        for kind in list(self.at.values()) + list(self.kinds):
+            if kind not in KINDS:
+                raise ValueError(f"unknown answer {kind!r}: use one of {', '.join(KINDS)}")
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"p is a probability below 1 (a request must get through eventually), got {p!r}")
+        self.p = p
+        self.operations = frozenset(operations)
+        self.conflict_item = conflict_item
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._installed: list[tuple[Any, Any]] = []
+        self.sent = 0
+        self.answered: list[tuple[int, str, str]] = []  # (n, operation, kind)
+
+    def decide(self) -> str | None:
+        """The kind for the next write request, or None for DynamoDB's own answer."""
+        with self._lock:
+            n = self.sent
+            self.sent += 1
+            kind = self.at.get(n)
+            if kind is None and self.p > 0 and self._rng.random() < self.p:
+                kind = self._rng.choice(self.kinds)
+            return kind
+
+    def decide_many(self, n: int) -> list[str | None]:
+        """The next `n` decisions (handy for showing a schedule)."""
+        return [self.decide() for _ in range(n)]
+
+    def install(self, target: Any) -> "DynamoDBErrors":
+        """Answer `target`'s writes (a boto3 client, resource or Table) by this schedule; returns self."""
+        client = _client_of(target)
+        endpoint = client._endpoint
+        original = endpoint._do_get_response
+        parser = endpoint._response_parser_factory.create_parser(client.meta.service_model.protocol)
+
+        def do_get_response(request: Any, operation_model: Any, context: Any) -> Any:
+            if operation_model.name not in self.operations:
+                return original(request, operation_model, context)
+            kind = self.decide()
+            if kind is None:
+                return original(request, operation_model, context)
+            if kind == ERROR_500_APPLIED:
+                result = original(request, operation_model, context)
+                if result[1] is not None or result[0][0].status_code >= 300:
+                    return result  # DynamoDB refused it anyway: that answer stands
+            with self._lock:
+                self.answered.append((self.sent - 1, operation_model.name, kind))
+            return self._answer(kind, request, operation_model, parser, endpoint)
+
+        endpoint._do_get_response = do_get_response
+        self._installed.append((endpoint, original))
+        return self
+
+    def uninstall(self) -> None:
+        """Give every installed client its own answers back."""
+        while self._installed:
+            endpoint, original = self._installed.pop()
+            endpoint._do_get_response = original
+
+    def _answer(self, kind: str, request: Any, operation_model: Any, parser: Any, endpoint: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        if kind == CONFLICT:
+            status, body = 400, self._conflict_body(request, operation_model.name)
+        else:
+            status, code, message = _SHAPES[kind]
+            body = {"__type": _ERROR_PREFIX + code, "message": message}
+        raw = json.dumps(body).encode()
+        headers = {"x-amzn-requestid": "INJECTED", "content-type": "application/x-amz-json-1.0",
+                   "content-length": str(len(raw))}
+        http_response = AWSResponse(request.url, status, headers, _Raw(raw))
+        response_dict = {"headers": headers, "status_code": status, "body": raw}
+        parsed = parser.parse(response_dict, operation_model.output_shape)
+        endpoint._add_modeled_error_fields(response_dict, parsed, operation_model, parser)  # CancellationReasons
+        return (http_response, parsed), None
+
+    def _conflict_body(self, request: Any, operation: str) -> dict[str, Any]:
+        if operation != "TransactWriteItems":
+            return {"__type": _ERROR_PREFIX + "TransactionConflictException",
+                    "message": "Transaction is ongoing for the item"}
+        actions = len(json.loads(request.body or b"{}").get("TransactItems", [])) or 1
+        conflict = self.conflict_item % actions
+        reasons = [{"Code": "None"} for _ in range(actions)]
+        reasons[conflict] = {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
+        names = ", ".join(r["Code"] for r in reasons)
+        return {"__type": _ERROR_PREFIX + "TransactionCanceledException",
+                "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{names}]",
+                "CancellationReasons": reasons}
+
+
+class _Raw:
+    """The smallest stand-in for urllib3's response body that botocore's AWSResponse reads."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, *_args: Any, **_kwargs: Any) -> Any:
+        yield self._data
