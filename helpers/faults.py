@@ -28,8 +28,8 @@ class LostResponses:
 
     >>> LostResponses(at=[0, 2]).decide_many(4)        # the 1st and 3rd are lost
     [True, False, True, False]
-    >>> LostResponses(p=0.5, seed=1).decide_many(6)
-    [False, True, True, False, False, False]
+    >>> LostResponses(p=0.5, seed=1).decide_many(6)   # seeded: the same on every run
+    [True, False, False, True, True, True]
     """
 
     def __init__(
