@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar clean
+.PHONY: lab check test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +12,16 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
 	touch $@
 
+# Lab starts at the top of the project (so every notebook's links, ../README.md included, resolve inside Lab)
+# and opens notebook 00. Containers usually run as root: only then is --allow-root passed.
+LAB_ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
 lab: $(VENV)/.installed
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) notebooks/00_why_retries_happen.ipynb
+
+# The evening before a workshop: imports, the backend starts, one notebook runs with its checks (< 2 min).
+check: $(VENV)/.installed
+	$(BIN)/python tools/run_tests.py --check
 
 test: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py

@@ -30,3 +30,12 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make lab" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_make_lab_starts_at_the_top_of_the_project_and_allows_root_only_when_root():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile[makefile.index("\nlab:"):].split("\n\n")[0]
+    assert "--ServerApp.root_dir=." in recipe, "Lab must start at the project's top, or ../README.md is a 404"
+    assert "notebooks/00_" in recipe, "make lab opens the collection's start"
+    assert 'id -u)" = 0 ] && echo --allow-root' in makefile, "--allow-root only for uid 0"
+    assert "jupyter lab --ServerApp.root_dir=. notebooks/00_" in (ROOT / "README.md").read_text()

@@ -160,3 +160,29 @@ def test_notebook_03_runs_on_a_jupyter_server_kernel(server):
         assert any(s["path"] == NOTEBOOK for s in sessions)
     finally:
         server.request("DELETE", f"/api/sessions/{session['id']}")
+
+
+def test_every_notebook_link_resolves_inside_lab(server):
+    """Lab is rooted where `make lab` roots it: each relative link in every notebook is a file the server has."""
+    from urllib.parse import quote, unquote
+
+    from test_rendering import relative_links
+
+    from notebook_kernel import notebook_paths
+
+    missing = []
+    for path in notebook_paths():
+        base = path.parent.relative_to(ROOT)
+        for cell in read(path).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for link in relative_links(cell.source):
+                target = unquote(link.split("#", 1)[0].split("?", 1)[0])
+                if not target:
+                    continue
+                resolved = os.path.normpath(base / target)
+                try:
+                    server.request("GET", f"/api/contents/{quote(resolved)}?content=0")
+                except urllib.error.HTTPError as error:
+                    missing.append(f"{path.name}: {link} -> {resolved} ({error.code})")
+    assert missing == []

@@ -97,10 +97,61 @@ def run_backend(backend: str) -> int:
             server.stop()
 
 
+CHECK_NOTEBOOK = ROOT / "notebooks" / "03_request_id_increments.ipynb"
+
+
+def check() -> int:
+    """`make check`: what a workshop attendee runs the evening before. Each step says what is wrong."""
+    steps: list[tuple[str, str]] = []
+
+    def step(name: str, ok: bool, detail: str = "") -> bool:
+        steps.append((name, "ok" if ok else "FAILED"))
+        print(f"{'ok    ' if ok else 'FAILED'} {name}" + (f"\n       {detail}" if detail else ""), flush=True)
+        return ok
+
+    try:
+        import helpers  # noqa: F401
+        import jupyterlab  # noqa: F401
+        import nbval  # noqa: F401
+        step("imports (helpers, JupyterLab, nbval)", True)
+    except ImportError as error:
+        step("imports", False, f"{error}: run `make lab` or `pip install -r requirements.txt -e .` first")
+        return 1
+    probe = ("import helpers; db = helpers.connect(); t = helpers.fresh_table(db, 'make-check'); "
+             "helpers.open_wallet(t, 'w', 5); assert helpers.read_balance(t, 'w') == 5")
+    backends = ["moto"]
+    import shutil
+
+    if shutil.which("java") and (shutil.which("npm") or os.environ.get("DYNAMODB_LOCAL_DIR")):
+        backends.append("dynamodb-local")
+    else:
+        print("skip   dynamodb-local: needs Java 17+ and npm (optional; the notebooks run on moto)")
+    failed = 0
+    for backend in backends:
+        env = dict(os.environ, RETRY_BACKEND=backend)
+        done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=180)
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        failed += not step(f"backend {backend} starts and answers", done.returncode == 0, last)
+    env = dict(os.environ, RETRY_BACKEND="moto", PYTHONHASHSEED="0")
+    done = subprocess.run([sys.executable, "-m", "pytest", str(CHECK_NOTEBOOK), "--nbval", "--nbval-current-env",
+                           "-p", "no:cacheprovider", "-q"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    tail = "\n       ".join(done.stdout.strip().splitlines()[-5:])
+    failed += not step(f"{CHECK_NOTEBOOK.relative_to(ROOT)} runs with its checks (strict nbval, moto)",
+                       done.returncode == 0, "" if done.returncode == 0 else tail)
+    print("\nready: `make lab` opens the collection" if not failed else f"\n{failed} check(s) FAILED (see above)")
+    return 1 if failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["moto", "dynamodb-local"], action="append")
-    backends = parser.parse_args().backend or ["moto", "dynamodb-local"]
+    parser.add_argument("--check", action="store_true", help="the quick set-up check (make check)")
+    args = parser.parse_args()
+    if args.check:
+        return check()
+    backends = args.backend or ["moto", "dynamodb-local"]
     results = {backend: run_backend(backend) for backend in backends}
     print("\n=== summary ===")
     for backend, failed in results.items():
