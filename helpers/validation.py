@@ -2,15 +2,39 @@
 
 Bad input must fail loudly and write nothing, so every lesson's debit function
 starts with `check_debit(...)`. Each error names the problem.
+
+The limits are DynamoDB's own, measured as DynamoDB measures them (strings in
+UTF-8 bytes), so both backends refuse the same inputs the same way, before a
+request is sent:
+
+- a partition key value is at most 2,048 bytes, a sort key value at most 1,024;
+- an item is at most 400 KB (attribute names and values, UTF-8);
+- a number has at most 38 significant digits;
+- a `ClientRequestToken` is at most 36 characters, and a request ID may become one.
+
+Sources: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html
+(partition and sort key lengths, item size) and
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html
+(numbers: up to 38 digits of precision).
+
+`Decimal` amounts (boto3 returns a `Decimal` for every number it reads) are
+accepted when they are whole and written plainly (``Decimal('10')``); a
+fraction is refused by name, and so is exponent notation (``Decimal('1E+1')``):
+moto fails on it and DynamoDB Local applies it, so neither answer is sent.
 """
 
 from __future__ import annotations
 
 import math
 from decimal import Decimal
+from typing import Any
 
-MAX_DIGITS = 38          # DynamoDB numbers carry at most 38 significant digits
-MAX_REQUEST_ID_LENGTH = 36  # a uuid; also the longest ClientRequestToken DynamoDB accepts
+MAX_DIGITS = 38                 # DynamoDB numbers carry at most 38 significant digits
+MAX_REQUEST_ID_BYTES = 36       # a uuid; also the longest ClientRequestToken DynamoDB accepts
+MAX_REQUEST_ID_LENGTH = MAX_REQUEST_ID_BYTES  # the old name, kept for callers
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+MAX_ITEM_BYTES = 400 * 1024
 
 
 class BadInput(ValueError):
@@ -25,8 +49,20 @@ class WalletNotFound(LookupError):
         self.wallet_id = wallet_id
 
 
+def utf8_bytes(text: str) -> int:
+    """How long DynamoDB counts `text`: its UTF-8 encoding, in bytes."""
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def _digits(value: int) -> str:
+    """How many digits `value` has, without converting a huge int to text (Python refuses past 4,300)."""
+    if value >= 10**4000:
+        return "more than 4000"
+    return str(len(str(value)))
+
+
 def check_amount(amount: object) -> int:
-    """Return `amount` if it is a positive whole number DynamoDB can store exactly."""
+    """Return `amount` as an int if it is a positive whole number DynamoDB can store exactly."""
     if isinstance(amount, bool) or not isinstance(amount, (int, Decimal, float)):
         raise BadInput(f"amount must be a whole number of cents, got {type(amount).__name__} {amount!r}")
     if isinstance(amount, float):
@@ -37,31 +73,75 @@ def check_amount(amount: object) -> int:
         if not amount.is_finite():
             raise BadInput(f"amount must be a finite number, got {amount!r}")
         if amount != amount.to_integral_value():
-            raise BadInput(f"amount must be a whole number of cents, got {amount}")
+            raise BadInput(f"amount must be a whole number of cents, got Decimal {amount}")
+        exponent = amount.as_tuple().exponent
+        if isinstance(exponent, int) and exponent > 0:
+            raise BadInput(f"amount Decimal({str(amount)!r}) is in exponent notation; "
+                           f"write it as Decimal('{int(amount)}') (the backends disagree on it)")
         amount = int(amount)
     if amount <= 0:
         raise BadInput(f"amount must be positive, got {amount}")
-    if len(str(amount)) > MAX_DIGITS:
-        raise BadInput(f"amount has {len(str(amount))} digits; DynamoDB stores at most {MAX_DIGITS}")
+    if amount >= 10**MAX_DIGITS:
+        raise BadInput(f"amount has {_digits(amount)} digits; DynamoDB stores at most {MAX_DIGITS}")
     return amount
 
 
 def check_request_id(request_id: object) -> str:
-    """Return `request_id` if it is a non-empty string of at most 36 characters."""
+    """Return `request_id` if it is a non-empty string of at most 36 bytes in UTF-8."""
     if not isinstance(request_id, str):
         raise BadInput(f"request_id must be a string, got {type(request_id).__name__} {request_id!r}")
     if not request_id.strip():
         raise BadInput("request_id must not be empty")
-    if len(request_id) > MAX_REQUEST_ID_LENGTH:
-        raise BadInput(f"request_id is {len(request_id)} characters; at most {MAX_REQUEST_ID_LENGTH} allowed")
+    size = utf8_bytes(request_id)
+    if size > MAX_REQUEST_ID_BYTES:
+        raise BadInput(f"request_id is {size} bytes in UTF-8 ({len(request_id)} characters); "
+                       f"at most {MAX_REQUEST_ID_BYTES} allowed")
     return request_id
 
 
+def check_key(value: object, *, name: str, sort_key: bool = False) -> str:
+    """Return `value` if it is a non-empty string DynamoDB accepts as a partition (or sort) key value."""
+    if not isinstance(value, str) or not value:
+        raise BadInput(f"{name} must be a non-empty string, got {value!r}")
+    limit, kind = (MAX_SORT_KEY_BYTES, "sort") if sort_key else (MAX_PARTITION_KEY_BYTES, "partition")
+    size = utf8_bytes(value)
+    if size > limit:
+        raise BadInput(f"{name} is {size} bytes in UTF-8; DynamoDB allows a {kind} key of at most {limit} bytes")
+    return value
+
+
 def check_wallet_id(wallet_id: object) -> str:
-    """Return `wallet_id` if it is a non-empty string."""
-    if not isinstance(wallet_id, str) or not wallet_id:
-        raise BadInput(f"wallet_id must be a non-empty string, got {wallet_id!r}")
-    return wallet_id
+    """Return `wallet_id` if it is a non-empty string short enough to be a partition key."""
+    return check_key(wallet_id, name="wallet_id")
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """An item's size as DynamoDB counts it, roughly: names and string values in UTF-8, numbers by digits."""
+
+    def size(value: Any) -> int:
+        if isinstance(value, str):
+            return utf8_bytes(value)
+        if isinstance(value, (bytes, bytearray)):
+            return len(value)
+        if isinstance(value, bool) or value is None:
+            return 1
+        if isinstance(value, (int, Decimal, float)):
+            return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
+        if isinstance(value, dict):
+            return 3 + sum(utf8_bytes(str(k)) + size(v) + 1 for k, v in value.items())
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return 3 + sum(size(v) + 1 for v in value)
+        return utf8_bytes(str(value))
+
+    return sum(utf8_bytes(name) + size(value) for name, value in item.items())
+
+
+def check_item_size(item: dict[str, Any]) -> dict[str, Any]:
+    """Return `item` if it fits in DynamoDB's 400 KB item limit."""
+    size = item_bytes(item)
+    if size > MAX_ITEM_BYTES:
+        raise BadInput(f"the item is about {size} bytes; DynamoDB allows at most {MAX_ITEM_BYTES} (400 KB)")
+    return item
 
 
 _NO_REQUEST_ID = object()

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pytest
 
 import helpers
-from helpers import backends, dynamodb_local
+from helpers import backends, dynamodb_local, validation
 from helpers.payment_provider import PaymentProvider
 from notebook_code import lesson
 
@@ -43,7 +43,19 @@ DEBIT_CASES = [
     ("non-string request ID", dict(request_id=42), helpers.BadInput, r"request_id must be a string, got int 42"),
     ("None request ID", dict(request_id=None), helpers.BadInput, r"request_id must be a string, got NoneType"),
     ("37-character request ID", dict(request_id="x" * 37), helpers.BadInput,
-     r"request_id is 37 characters; at most 36 allowed"),
+     r"request_id is 37 bytes in UTF-8 \(37 characters\); at most 36 allowed"),
+    # DynamoDB measures strings in UTF-8 bytes: 36 emoji are 144 bytes (DynamoDB Local refuses them)
+    ("36-emoji request ID", dict(request_id="\U0001F4B3" * 36), helpers.BadInput,
+     r"request_id is 144 bytes in UTF-8 \(36 characters\); at most 36 allowed"),
+    ("2049-byte wallet ID", dict(wallet_id="w" * 2049), helpers.BadInput,
+     r"wallet_id is 2049 bytes in UTF-8; DynamoDB allows a partition key of at most 2048 bytes"),
+    ("10**5000 amount", dict(amount=10**5000), helpers.BadInput,
+     r"amount has more than 4000 digits; DynamoDB stores at most 38"),
+    ("fractional Decimal amount", dict(amount=Decimal("2.5")), helpers.BadInput,
+     r"amount must be a whole number of cents, got Decimal 2\.5"),
+    # moto fails on exponent notation and DynamoDB Local applies it: refused before either is asked
+    ("Decimal in exponent notation", dict(amount=Decimal("1E+1")), helpers.BadInput,
+     r"amount Decimal\('1E\+1'\) is in exponent notation; write it as Decimal\('10'\)"),
     ("empty wallet ID", dict(wallet_id=""), helpers.BadInput, r"wallet_id must be a non-empty string"),
     ("missing wallet", dict(wallet_id="nobody"), helpers.WalletNotFound,
      r"wallet 'nobody' does not exist; nothing was written"),
@@ -132,6 +144,43 @@ def test_the_good_debit_does_write(fresh):
         before = debit.snapshot()
         assert call(dict(wallet_id="alice", amount=10, request_id=f"good-{next(_requests)}")) is not None
         assert debit.snapshot() != before, debit_id
+
+
+# 06's `pay` hashes its payload as JSON, which cannot hold a Decimal (owned by notebook 06; remove when fixed).
+DECIMAL_NOT_YET_ACCEPTED = {"06 pay"}
+
+
+@pytest.mark.parametrize("debit_id", list(DEBITS))
+def test_a_whole_decimal_amount_is_accepted_like_an_int(fresh, request, debit_id):
+    """boto3 reads every number back as a Decimal: a whole one is a good amount in every handler."""
+    if debit_id in DECIMAL_NOT_YET_ACCEPTED:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="the handler refuses a Decimal amount"))
+    debit = DEBITS[debit_id]
+    call = debit.prepare(fresh)
+    before = debit.snapshot()
+    call(dict(wallet_id="alice", amount=Decimal("10"), request_id=f"decimal-{next(_requests)}"))
+    assert debit.snapshot() != before
+
+
+@pytest.mark.parametrize("limit, call, message", [
+    ("partition key", lambda: helpers.check_debit("w" * 2049, 10, "k"),
+     r"wallet_id is 2049 bytes in UTF-8; DynamoDB allows a partition key of at most 2048 bytes"),
+    ("partition key, in UTF-8", lambda: helpers.check_debit("\u00e9" * 1025, 10, "k"), r"2050 bytes in UTF-8"),
+    ("sort key", lambda: validation.check_key("s" * 1025, name="sk", sort_key=True),
+     r"sk is 1025 bytes in UTF-8; DynamoDB allows a sort key of at most 1024 bytes"),
+    ("item size", lambda: validation.check_item_size({"pk": "w", "note": "x" * (400 * 1024)}),
+     r"DynamoDB allows at most 409600 \(400 KB\)"),
+    ("number precision", lambda: helpers.check_debit("w", 10**38, "k"), r"39 digits; DynamoDB stores at most 38"),
+])
+def test_dynamodb_limits_are_refused_first_by_name(limit, call, message):
+    with pytest.raises(helpers.BadInput, match=message):
+        call()
+
+
+def test_the_limits_themselves_are_accepted():
+    helpers.check_debit("w" * 2048, 10**38 - 1, "x" * 36)
+    validation.check_key("s" * 1024, name="sk", sort_key=True)
+    assert validation.check_amount(Decimal("10")) == 10 and type(validation.check_amount(Decimal("10"))) is int
 
 
 # --- bad choices of backend ------------------------------------------------------------------------
