@@ -285,3 +285,48 @@ def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, over
     with pytest.raises((ValueError, LookupError), match=message):
         nb[debit_name](table, args["wallet_id"], args["amount"], args["request_id"])
     assert table.scan(ConsistentRead=True)["Items"] == before
+
+
+# --- DynamoDB's own failure answers (helpers.dynamodb_errors) -------------------
+
+from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, KINDS,  # noqa: E402
+                                     DynamoDBErrors)
+
+
+ANSWERS = [(kind, -1) for kind in KINDS] + [(CONFLICT, 0)]  # a conflict on the last action, or the first
+
+
+@pytest.mark.parametrize("pattern", ["debit_ledger", "debit_token"])
+@pytest.mark.parametrize("kind, conflict_item", ANSWERS, ids=[f"{k}@{i}" for k, i in ANSWERS])
+def test_no_failure_answer_is_read_as_success_or_as_a_missing_wallet(nb, db, name, pattern, kind, conflict_item):
+    """SDK retries off: the handler sees DynamoDB's answer itself. Only the marker's own failed condition
+    means "already applied"; any other answer is an error the caller can resend, never a missing wallet."""
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    request_id = str(uuid.uuid4())
+    errors = DynamoDBErrors(at={0: kind}, conflict_item=conflict_item).install(table)
+    with pytest.raises(ClientError) as raised:
+        nb[pattern](table, wallet_id, 10, request_id)
+    errors.uninstall()
+    assert raised.value.response["Error"]["Code"] != "ConditionalCheckFailedException"
+    applied = kind == ERROR_500_APPLIED
+    assert nb["read_balance"](table, wallet_id) == (90 if applied else 100)
+    # The caller resends the same request: it applies exactly once in all.
+    assert nb[pattern](table, wallet_id, 10, request_id) in {"applied", "already applied", "applied or replayed"}
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+@pytest.mark.parametrize("pattern", ["debit_ledger", "debit_token"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_with_botocore_retrying_every_answer_ends_in_one_debit_or_a_clear_error(nb, db, name, pattern, kind):
+    table = db.table(name, sdk_retries=True)
+    wallet_id = new_wallet(nb, table, 100)
+    request_id = str(uuid.uuid4())
+    DynamoDBErrors(at={0: kind}).install(table)
+    try:
+        nb[pattern](table, wallet_id, 10, request_id)
+    except ClientError as error:  # only a conflict reaches the caller: botocore does not resend it
+        assert kind == CONFLICT, error
+        assert nb["read_balance"](table, wallet_id) == 100
+        nb[pattern](table, wallet_id, 10, request_id)
+    assert nb["read_balance"](table, wallet_id) == 90
