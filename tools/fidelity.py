@@ -127,6 +127,35 @@ def probe_distinct(client: Any, threads: int, rounds: int, suffix: str = "") -> 
     return {"value": value, "lost": lost}
 
 
+def probe_conflicts(client: Any, threads: int, rounds: int, suffix: str = "") -> dict[str, Any]:
+    """Concurrent transactions on one wallet: does the backend ever cancel one with TransactionConflict?"""
+    from helpers.concurrency import race
+
+    table = new_table(client, "fidelity-conflicts" + suffix)
+    seen: dict[str, int] = {}
+
+    def transaction(r: int, i: int) -> str:
+        try:
+            client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": table, "Item": {"pk": s(f"m-{r}-{i}")},
+                         "ConditionExpression": "attribute_not_exists(pk)"}},
+                {"Update": {"TableName": table, "Key": {"pk": s("wallet")},
+                            "UpdateExpression": "SET balance = balance - :a",
+                            "ExpressionAttributeValues": {":a": n(1)}}},
+            ])
+            return "applied"
+        except Exception as error:  # noqa: BLE001 - every answer is a finding
+            reasons = getattr(error, "response", {}).get("CancellationReasons", [])
+            return ",".join(r.get("Code", "?") for r in reasons) or code(error)
+
+    for r in range(rounds):
+        open_wallet(client, table, 10_000)
+        for outcome in race(lambda i: transaction(r, i), threads):
+            seen[outcome] = seen.get(outcome, 0) + 1
+    conflicts = sum(v for k, v in seen.items() if "TransactionConflict" in k)
+    return {"value": f"{conflicts} of {threads * rounds} transactions", "conflicts": conflicts}
+
+
 def with_switch_interval(probe: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """The same probe with Python switching threads every 0.5 ms instead of 5 ms.
 
@@ -288,6 +317,8 @@ PROBES: list[tuple[str, str, Callable[..., dict[str, Any]]]] = [
     ("distinct", "distinct debits, {threads} threads × {distinct_rounds} rounds: lost updates", probe_distinct),
     ("same_id_fast", "the same-ID race, threads switching every 0.5 ms", with_switch_interval(probe_same_id)),
     ("distinct_fast", "distinct debits, threads switching every 0.5 ms", with_switch_interval(probe_distinct)),
+    ("conflicts", "{threads} concurrent transactions on one wallet × {rounds} rounds: cancelled with "
+                  "TransactionConflict (AWS can; the helpers inject it)", probe_conflicts),
     ("token_replay", "ClientRequestToken replay: second effect?", probe_token_replay),
     ("token_mismatch", "ClientRequestToken, same token, other parameters", probe_token_mismatch),
     ("capacity", "ConsumedCapacity (TOTAL); AWS documents put 1 · update 1 · transactions 2/4/8", probe_capacity),
@@ -304,7 +335,7 @@ def run_probes(target: str, threads: int, rounds: int) -> dict[str, Any]:
     for key, _, probe in PROBES:
         started = time.perf_counter()
         try:
-            if key in ("same_id", "same_id_fast"):
+            if key in ("same_id", "same_id_fast", "conflicts"):
                 result = probe(client, threads, rounds)
             elif key in ("distinct", "distinct_fast"):
                 result = probe(client, threads, max(1, rounds // 2))
@@ -347,11 +378,26 @@ def versions() -> str:
     return f"moto {moto.__version__}, boto3 {boto3.__version__}, DynamoDB Local from npm {NPM_PACKAGE}"
 
 
+BEGIN, END = "<!-- fidelity table: written by `make fidelity` -->", "<!-- end of fidelity table -->"
+
+
+def write_readme(heading: str, markdown: str) -> None:
+    """Replace the table between README's markers: the figures live there, written by this command."""
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    before, rest = text.split(BEGIN, 1)
+    _, after = rest.split(END, 1)
+    readme.write_text(f"{before}{BEGIN}\n{heading}\n\n{markdown}\n{END}{after}", encoding="utf-8")
+    print(f"\nwrote the table into {readme.name}", file=sys.stderr)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=50, help="rounds of the same-ID race (distinct: half as many)")
     parser.add_argument("--targets", nargs="+", choices=list(TARGETS), default=list(TARGETS))
+    parser.add_argument("--write", action="store_true",
+                        help="also write the table into README.md, between its fidelity markers")
     parser.add_argument("--probe", choices=list(TARGETS), help=argparse.SUPPRESS)  # child mode
     args = parser.parse_args()
 
@@ -376,8 +422,11 @@ def main() -> int:
     finally:
         if server is not None:
             server.stop()
-    print(f"Fidelity probes ({versions()}), {time.perf_counter() - started:.0f} s:\n")
+    heading = f"Fidelity probes ({versions()}), {time.perf_counter() - started:.0f} s:"
+    print(heading + "\n")
     print(table(results, args.threads, args.rounds))
+    if args.write:
+        write_readme(heading, table(results, args.threads, args.rounds))
     slow = {t: sum(r["seconds"] for r in res.values()) for t, res in results.items()}
     print("\nseconds per target: " + ", ".join(f"{TARGETS[t]} {v:.1f}" for t, v in slow.items()))
     return 0
