@@ -1,4 +1,4 @@
-"""FIFO deduplication in moto's SQS, made to follow AWS's documented five-minute window.
+"""FIFO queues in moto's SQS, made to follow AWS: the five-minute deduplication window, and group order.
 
 AWS (SQS Developer Guide, "Using the message deduplication ID"): when a message
 with a deduplication ID is sent successfully, any message sent with the same ID
@@ -16,6 +16,14 @@ message whose ID was accepted less than 5 minutes earlier (on whatever clock
 moto's SQS reads: see `sqs_clock.py`). `Backend.sqs()` turns it on;
 `use_moto_deduplication()` gives moto its own behaviour back, for the test that
 shows the difference.
+
+A second gap, closed by the same call: a FIFO queue delivers a message group in
+order (SQS Developer Guide, "FIFO queue delivery logic"). When several received
+messages of one group time out together, moto 5.2.5 frees the group only when it
+reaches the *last* of them, so it redelivers that one first (received 7, 8, 9,
+10 and not deleted: it redelivers 10). `use_aws_deduplication()` also frees every
+timed-out message of a FIFO queue before a receive, so the group comes back in
+order (7 first); `use_moto_deduplication()` removes that too.
 """
 
 from __future__ import annotations
@@ -25,11 +33,12 @@ from typing import Any, Callable
 
 _lock = threading.Lock()
 _original: list[Callable[..., None]] = []
+_original_receive: list[Callable[..., Any]] = []
 WINDOW_SECONDS = 300  # AWS's deduplication interval
 
 
 def use_aws_deduplication() -> None:
-    """Make every moto FIFO queue drop a duplicate sent within 5 minutes of the accepted one."""
+    """Make every moto FIFO queue drop a duplicate sent within 5 minutes, and redeliver a group in order."""
     from moto.sqs.models import Queue
 
     with _lock:
@@ -49,12 +58,34 @@ def use_aws_deduplication() -> None:
             original(self, message)
 
         Queue.add_message = add_message  # type: ignore[method-assign]
+        _use_aws_group_order()
+
+
+def _use_aws_group_order() -> None:
+    """Before each receive, free the timed-out messages of a FIFO queue, so its groups come back in order."""
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.receive_message
+    _original_receive.append(original)
+
+    def receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        queue = self.get_queue(queue_name)
+        if queue.fifo_queue:
+            for message in [m for m in queue.pending_messages if m.visible]:
+                queue.pending_messages.discard(message)  # its visibility timeout ran out
+        return original(self, queue_name, *args, **kwargs)
+
+    SQSBackend.receive_message = receive_message  # type: ignore[method-assign]
 
 
 def use_moto_deduplication() -> None:
-    """Give moto's FIFO queues their own deduplication back (only messages still queued count)."""
+    """Give moto's FIFO queues their own deduplication (only messages still queued count) and order back."""
     from moto.sqs.models import Queue
 
     with _lock:
         if _original:
             Queue.add_message = _original.pop()  # type: ignore[method-assign]
+        if _original_receive:
+            from moto.sqs.models import SQSBackend
+
+            SQSBackend.receive_message = _original_receive.pop()  # type: ignore[method-assign]

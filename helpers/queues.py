@@ -7,7 +7,11 @@ timeout, a crash, a lost connection), the message becomes visible again when the
 timeout runs out and is delivered again, with ``ApproximateReceiveCount`` one higher.
 
 `Consumer.poll()` is that loop body, once. `crash_before_delete` says which of
-the consumer's deliveries (1 = its first) die just before the delete.
+the consumer's deliveries (1 = its first) die just before the delete. A handler
+that *raises* is treated as a real consumer loop treats it: the error is
+recorded on the delivery, the message is not deleted, and SQS delivers it again
+after the visibility timeout. That is how a consumer says "nothing was written,
+try again" -- e.g. when DynamoDB cancelled its transaction for a conflict.
 
 SQS always comes from moto here. Put moto's SQS on the virtual clock first
 (`helpers.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
@@ -30,8 +34,9 @@ class Delivery:
     number: int            # the consumer's own count: 1 for its first delivery
     receive_count: int     # SQS's ApproximateReceiveCount for this message
     body: Any              # the message body, parsed from JSON
-    outcome: Any           # what the handler returned
-    deleted: bool          # False when the consumer crashed before DeleteMessage
+    outcome: Any           # what the handler returned (None if it raised)
+    deleted: bool          # False when the consumer crashed before DeleteMessage, or the handler raised
+    error: BaseException | None = None   # what the handler raised, if it did
 
 
 def fresh_queue(sqs: Any, name: str, *, visibility_timeout: int = 30, **attributes: str) -> str:
@@ -98,13 +103,19 @@ class Consumer:
         number = len(self.deliveries) + 1
         receive_count = int(message["Attributes"]["ApproximateReceiveCount"])
         self._note("queue", f"delivers (receive count {receive_count})", to="consumer")
-        outcome = self.handle(json.loads(message["Body"]))
-        deleted = number not in self.crash_before_delete
+        outcome, error = None, None
+        try:
+            outcome = self.handle(json.loads(message["Body"]))
+        except Exception as raised:  # the handler failed: the message stays, SQS delivers it again
+            error = raised
+        deleted = error is None and number not in self.crash_before_delete
         if deleted:
             self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
             self._note("consumer", "DeleteMessage", to="queue")
+        elif error is not None:
+            self._note("consumer", f"handler raised {type(error).__name__}: no DeleteMessage")
         else:
             self._note("consumer", "crashes before DeleteMessage")
-        delivery = Delivery(number, receive_count, json.loads(message["Body"]), outcome, deleted)
+        delivery = Delivery(number, receive_count, json.loads(message["Body"]), outcome, deleted, error)
         self.deliveries.append(delivery)
         return delivery

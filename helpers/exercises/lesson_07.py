@@ -3,6 +3,18 @@
 `check_safe_consumer(consumer)` runs `consumer(table, message)` -- one SQS message in,
 one debit out -- on real queues (moto's SQS, on the virtual clock) against the real
 table backend, and returns a `Verdict`: a pass, or one concrete counterexample.
+
+A consumer that raises is treated as a real consumer loop treats it: the message is
+not deleted, and SQS delivers it again after the visibility timeout. The checks:
+
+1. seeded runs with producer resends and crashes before DeleteMessage;
+2. 16 concurrent deliveries of one message;
+3. each of DynamoDB's failure answers once, on the consumer's first write
+   (`helpers/dynamodb_errors.py`): a TransactionConflict (on either action), throttling,
+   a transaction in progress, a 500 with and without the write applied. Only the marker's
+   own failed condition means "already applied"; a consumer that reads any other
+   cancellation as success deletes a message whose payment was never made;
+4. a message with a bad amount: a clear error, nothing written.
 """
 
 from __future__ import annotations
@@ -13,41 +25,65 @@ from typing import Any, Callable
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from .verdict import Verdict
+from ..dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED,
+                               THROTTLING, DynamoDBErrors)
 from ..queues import fresh_queue
 from ..sqs_clock import use_virtual_time
 from ..tables import fresh_table, open_wallet, read_balance
+from .verdict import Counterexample, Verdict, raised, verdict
 
 QueueConsumer = Callable[[Any, dict[str, Any]], Any]
 START, AMOUNT, PAYMENTS, VISIBILITY_TIMEOUT = 100, 5, 4, 30
+MAX_DELIVERIES = 40          # a consumer that never lets a message go is stopped here
+
+# (kind, which action of a transaction carries the conflict, how a counterexample names the answer)
+ANSWERS = [
+    (CONFLICT, -1, "TransactionConflict on its last action (nothing written)"),
+    (CONFLICT, 0, "TransactionConflict on its first action (nothing written)"),
+    (THROTTLED, -1, "ProvisionedThroughputExceededException (nothing written)"),
+    (THROTTLING, -1, "ThrottlingException (nothing written)"),
+    (IN_PROGRESS, -1, "TransactionInProgressException (nothing written)"),
+    (ERROR_500_NOT_APPLIED, -1, "InternalServerError, a 500 (nothing written)"),
+    (ERROR_500_APPLIED, -1, "InternalServerError, a 500 (after the write was applied)"),
+]
 
 
-def _run(db: Backend, sqs: Any, table: Any, consumer: QueueConsumer, seed: int) -> tuple[list[str], list[int]]:
-    """Produce PAYMENTS payments (some resent), consume with crashes; returns (resent ops, crashed deliveries)."""
-    rng = random.Random(seed)
-    queue = fresh_queue(sqs, "exercise-07", visibility_timeout=VISIBILITY_TIMEOUT)
-    resent, crashed = [], []
-    for n in range(1, PAYMENTS + 1):
-        body = json.dumps({"operation_id": f"op-{n}", "wallet": "w", "amount": AMOUNT})
-        sqs.send_message(QueueUrl=queue, MessageBody=body)
-        if rng.random() < 0.5:
-            sqs.send_message(QueueUrl=queue, MessageBody=body)
-            resent.append(f"op-{n}")
-    deliveries = 0
-    while True:
-        messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=1).get("Messages", [])
-        if not messages:
-            left = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesNotVisible"])
-            if left["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0":
-                return resent, crashed
-            db.clock.advance(VISIBILITY_TIMEOUT + 1)
-            continue
-        deliveries += 1
-        consumer(table, messages[0])
-        if rng.random() < 0.4:
-            crashed.append(deliveries)
-        else:
-            sqs.delete_message(QueueUrl=queue, ReceiptHandle=messages[0]["ReceiptHandle"])
+def _answered(outcome: Any) -> str:
+    return f"raised {raised(outcome)}"[:70] if isinstance(outcome, Exception) else f"answered {outcome!r}"[:70]
+
+
+class _Queue:
+    """One queue and a consumer loop: receive, hand to the consumer, delete unless it raised or 'crashed'."""
+
+    def __init__(self, db: Backend, sqs: Any, table: Any, consumer: QueueConsumer) -> None:
+        self.db, self.sqs, self.table, self.consumer = db, sqs, table, consumer
+        self.url = fresh_queue(sqs, "exercise-07", visibility_timeout=VISIBILITY_TIMEOUT)
+        self.deliveries: list[tuple[Any, bool]] = []   # (what the consumer answered or raised, deleted?)
+
+    def send(self, body: dict[str, Any]) -> None:
+        self.sqs.send_message(QueueUrl=self.url, MessageBody=json.dumps(body))
+
+    def drain(self, crash: Callable[[], bool] = lambda: False) -> None:
+        while len(self.deliveries) < MAX_DELIVERIES:
+            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=1).get("Messages", [])
+            if not messages:
+                left = self.sqs.get_queue_attributes(QueueUrl=self.url,
+                                                     AttributeNames=["ApproximateNumberOfMessagesNotVisible"])
+                if left["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0":
+                    return
+                self.db.clock.advance(VISIBILITY_TIMEOUT + 1)
+                continue
+            try:
+                outcome: Any = self.consumer(self.table, messages[0])
+            except Exception as error:  # the reader's code: the message stays on the queue
+                outcome = error
+            deleted = not isinstance(outcome, Exception) and not crash()
+            if deleted:
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=messages[0]["ReceiptHandle"])
+            self.deliveries.append((outcome, deleted))
+        last = self.deliveries[-1][0]
+        raise Counterexample(f"your consumer handled {MAX_DELIVERIES} deliveries without finishing the queue;\n"
+                             f"the last one {_answered(last)}.")
 
 
 def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
@@ -55,40 +91,87 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
     db = db or connect()
     use_virtual_time(db.clock)
     sqs = db.sqs()
-    table = fresh_table(db, "exercise-07")
-    for seed in range(schedules):
+
+    def fresh() -> Any:
         table = fresh_table(db, "exercise-07")
         open_wallet(table, "w", START)
-        try:
-            resent, crashed = _run(db, sqs, table, consumer, seed)
-        except Exception as error:
-            return Verdict(False, f"with seed {seed} your consumer raised {type(error).__name__}: {error}")
-        expected, actual = START - AMOUNT * PAYMENTS, read_balance(table, "w")
-        if actual != expected:
-            return Verdict(False, (
-                f"{PAYMENTS} payments of {AMOUNT} from {START} (seed {seed}); the producer sent "
-                f"{', '.join(resent) or 'none'} twice (its SendMessage response was lost) and the consumer crashed "
-                f"before DeleteMessage on deliveries {crashed or 'none'}: expected balance {expected}, "
-                f"your consumer left {actual}."))
-    table = fresh_table(db, "exercise-07")
-    open_wallet(table, "w", START)
+        return table
+
+    def runs() -> None:
+        for seed in range(schedules):
+            rng, table = random.Random(seed), fresh()
+            queue, resent, crashed = _Queue(db, sqs, table, consumer), [], []
+            for n in range(1, PAYMENTS + 1):
+                body = {"operation_id": f"op-{n}", "wallet": "w", "amount": AMOUNT}
+                queue.send(body)
+                if rng.random() < 0.5:
+                    queue.send(body)
+                    resent.append(f"op-{n}")
+
+            def crash() -> bool:
+                if rng.random() < 0.4:
+                    crashed.append(len(queue.deliveries) + 1)
+                    return True
+                return False
+
+            queue.drain(crash)
+            expected, actual = START - AMOUNT * PAYMENTS, read_balance(table, "w")
+            if actual != expected:
+                raise Counterexample(
+                    f"{PAYMENTS} payments of {AMOUNT} from {START} (seed {seed}).\n"
+                    f"The producer sent {', '.join(resent) or 'none'} twice (its SendMessage response was lost);\n"
+                    f"the consumer crashed before DeleteMessage on deliveries {crashed or 'none'}.\n"
+                    f"Expected balance {expected}, your consumer left {actual}.")
+
     message = {"MessageId": "00000000-0000-4000-8000-000000000001", "ReceiptHandle": "r",
                "Body": json.dumps({"operation_id": "op-same", "wallet": "w", "amount": AMOUNT})}
-    outcomes = race(lambda i: consumer(table, message), 16)
-    errors = [o for o in outcomes if isinstance(o, Exception)]
-    if errors or read_balance(table, "w") != START - AMOUNT:
-        detail = f"raised {type(errors[0]).__name__}" if errors else f"left {read_balance(table, 'w')}"
-        return Verdict(False, f"16 concurrent deliveries of one message: expected balance {START - AMOUNT}, your consumer {detail}.")
-    bad = dict(message, MessageId="00000000-0000-4000-8000-000000000002",
-               Body=json.dumps({"operation_id": "op-bad", "wallet": "w", "amount": -5}))
-    try:
-        consumer(table, bad)
-    except ValueError:
-        pass
-    except Exception as error:
-        return Verdict(False, f"a message with amount -5 should raise ValueError, got {type(error).__name__}")
-    else:
-        return Verdict(False, "a message with amount -5 was accepted; bad input should raise ValueError and write nothing.")
-    if read_balance(table, "w") != START - AMOUNT:
-        return Verdict(False, "the message with a bad amount changed the balance; it should write nothing.")
-    return Verdict(True, f"{schedules} runs with crashes and resends, 16 concurrent deliveries and bad input all handled.")
+
+    def concurrent() -> None:
+        table = fresh()
+        outcomes = race(lambda i: consumer(table, message), 16)
+        errors = [o for o in outcomes if isinstance(o, Exception)]
+        if errors or read_balance(table, "w") != START - AMOUNT:
+            detail = f"raised {raised(errors[0])}"[:60] if errors else f"left {read_balance(table, 'w')}"
+            raise Counterexample(f"16 concurrent deliveries of one message: expected balance {START - AMOUNT},\n"
+                                 f"your consumer {detail}.")
+
+    def dynamodb_answers() -> None:
+        for kind, conflict_item, described in ANSWERS:
+            table = fresh()
+            queue = _Queue(db, sqs, table, consumer)
+            queue.send({"operation_id": "op-1", "wallet": "w", "amount": AMOUNT})
+            errors = DynamoDBErrors(at={0: kind}, conflict_item=conflict_item).install(table)
+            try:
+                queue.drain()
+            finally:
+                errors.uninstall()
+            expected, actual = START - AMOUNT, read_balance(table, "w")
+            if actual != expected:
+                first, deleted = queue.deliveries[0]
+                raise Counterexample(
+                    f"one payment of {AMOUNT} from {START}. DynamoDB answered your consumer's first write with\n"
+                    f"{described}.\n"
+                    f"Your consumer {_answered(first)}; the message was "
+                    f"{'deleted' if deleted else 'left on the queue'}.\n"
+                    f"Expected balance {expected}, your consumer left {actual}"
+                    + (" -- a payment lost." if actual > expected else "."))
+
+    def bad_input() -> None:
+        table = fresh()
+        bad = dict(message, MessageId="00000000-0000-4000-8000-000000000002",
+                   Body=json.dumps({"operation_id": "op-bad", "wallet": "w", "amount": -5}))
+        try:
+            consumer(table, bad)
+        except ValueError:
+            pass
+        except Exception as error:
+            raise Counterexample(f"a message with amount -5 should raise ValueError, got {type(error).__name__}.")
+        else:
+            raise Counterexample("a message with amount -5 was accepted;\n"
+                                 "bad input should raise ValueError and write nothing.")
+        if read_balance(table, "w") != START:
+            raise Counterexample("the message with a bad amount changed the balance; it should write nothing.")
+
+    return verdict([runs, concurrent, dynamodb_answers, bad_input], (
+        f"{schedules} runs with crashes and resends, 16 concurrent deliveries,\n"
+        f"{len(ANSWERS)} of DynamoDB's failure answers and bad input all handled."))
