@@ -17,8 +17,9 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..ids import RequestIds
-from ..tables import fresh_table, open_wallet, read_balance
-from .verdict import Verdict
+from ..tables import fresh_table, open_wallet, read_balance, read_item
+from .display import shown
+from .verdict import Verdict, answer, raised
 
 Debit = Callable[[Any, str, int, str], Any]
 
@@ -32,6 +33,7 @@ def _pay(table: Any, debit: Debit, wallet: str, amount: int, request_id: str, at
             continue
 
 
+@shown
 def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Is `debit(table, wallet_id, amount, request_id)` safe to retry? Returns a `Verdict`."""
     db = db or connect()
@@ -72,4 +74,10 @@ def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules
         return Verdict(False, f"amount {bad!r} was accepted; bad input should raise ValueError and write nothing.")
     if read_balance(table, "w") != start - amount:
         return Verdict(False, "bad input changed the balance; it should write nothing.")
-    return Verdict(True, f"{schedules} lost-response schedules, 16 concurrent duplicates and bad input all handled.")
+    result = answer(lambda: debit(table, "nobody", amount, "to-nobody"))
+    if not isinstance(result, LookupError) or read_item(table, {"pk": "nobody"}) is not None:
+        saw = raised(result) if isinstance(result, Exception) else repr(result)
+        return Verdict(False, "a debit from a wallet that does not exist should raise WalletNotFound (a "
+                              f"LookupError) and write nothing; your debit answered {saw}.")
+    return Verdict(True, f"{schedules} lost-response schedules, 16 concurrent duplicates, bad input and a missing "
+                         "wallet all handled.")

@@ -1,0 +1,35 @@
+"""Show a checker's verdict wrapped to GitHub's width (100 characters a line).
+
+A counterexample is one long sentence; printed as one line it runs off the right edge of a
+rendered notebook, and the part that matters ("expected 80, your debit left 60") is the part
+cut off. `shown(check)` wraps a checker so that the `Verdict` it returns *displays* wrapped;
+its `message` and `str()` stay one line, so code that searches them is unaffected.
+"""
+
+from __future__ import annotations
+
+import functools
+import textwrap
+from typing import Any, Callable
+
+from .verdict import Verdict
+
+WIDTH = 100
+
+
+class ShownVerdict(Verdict):
+    """A `Verdict` that a notebook displays wrapped to `WIDTH` characters a line."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(textwrap.fill(str(self), width=WIDTH, break_long_words=False, break_on_hyphens=False))
+
+
+def shown(check: Callable[..., Verdict]) -> Callable[..., ShownVerdict]:
+    """Decorate a checker: same checks, same verdict, displayed wrapped."""
+
+    @functools.wraps(check)
+    def wrapper(*args: Any, **kwargs: Any) -> ShownVerdict:
+        verdict = check(*args, **kwargs)
+        return ShownVerdict(verdict.passed, verdict.message)
+
+    return wrapper
