@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import json
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import settings
@@ -16,6 +20,26 @@ settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 _names = itertools.count()
+
+
+def _quiet_kernels() -> None:
+    """Kernels started by the tests (nbval's, the hygiene walk's) log only errors of their own start-up.
+
+    ipykernel warns "Kernel is running over TCP without encryption" on every start, on stderr: noise in
+    every test log. A private IPython profile (IPYTHONDIR, inherited by each kernel) sets the kernel
+    application's log level; the notebooks' own warnings and outputs are untouched.
+    """
+    if os.environ.get("IPYTHONDIR", "").endswith("retry-test-ipython"):
+        return
+    folder = os.path.join(tempfile.mkdtemp(), "retry-test-ipython")
+    os.makedirs(os.path.join(folder, "profile_default"))
+    with open(os.path.join(folder, "profile_default", "ipython_kernel_config.json"), "w") as config:
+        json.dump({"IPKernelApp": {"log_level": "ERROR"}}, config)
+    os.environ["IPYTHONDIR"] = folder
+    atexit.register(shutil.rmtree, os.path.dirname(folder), True)
+
+
+_quiet_kernels()
 
 
 @pytest.fixture(scope="session")

