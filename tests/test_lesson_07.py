@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from helpers import BadInput, WalletNotFound
 from helpers.concurrency import race
+from helpers.dynamodb_errors import KINDS, DynamoDBErrors, ERROR_500_APPLIED
 from helpers.exercises import check_safe_consumer
 from helpers.fifo_dedup import use_aws_deduplication, use_moto_deduplication
 from helpers.lambda_sqs import LambdaPoller
@@ -222,7 +223,7 @@ def test_a_naive_consumer_fails(nb, db):
         table.update_item(Key={"pk": body["wallet"]}, UpdateExpression="SET balance = balance - :a",
                           ExpressionAttributeValues={":a": body["amount"]})
     verdict = check_safe_consumer(naive, db=db)
-    assert not verdict.passed and "expected balance 80" in verdict.message
+    assert not verdict.passed and "Expected balance 80" in verdict.message
 
 
 def test_a_consumer_that_accepts_bad_input_fails(db):
@@ -235,3 +236,153 @@ def test_a_consumer_that_accepts_bad_input_fails(db):
 
     verdict = check_safe_consumer(lax, db=db)
     assert not verdict.passed and "bad input" in verdict.message
+
+
+# --- DynamoDB's own failure answers (issue 10): no false success, no lost payment --------------------------
+
+CONSUMER_NAMES = ["naive", "keyed by MessageId", "keyed by operation ID"]
+
+
+def deliver_under(nb, consumer, kind, *, conflict_item=-1, payments=1, at=0):
+    """Payments through a consumer loop; DynamoDB answers the `at`-th write with `kind`. Returns (seen, debits)."""
+    nb["new_wallet"]()
+    sqs, clock = nb["sqs"], nb["db"].clock
+    queue = fresh_queue(sqs, f"test-07-answers-{os.getpid()}", visibility_timeout=30)
+    for n in range(1, payments + 1):
+        sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(nb["payment"](n)))
+    handle = nb["CONSUMERS"][consumer]
+    seen = []
+    errors = DynamoDBErrors(at={at: kind}, conflict_item=conflict_item).install(nb["wallets"])
+    try:
+        for _ in range(20):
+            messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=1).get("Messages", [])
+            if not messages:
+                if not nb["in_queue"](queue):
+                    break
+                clock.advance(31)
+                continue
+            before = nb["debits"]()
+            try:
+                outcome = handle(messages[0])
+            except Exception as error:               # nothing known to be written: the message stays
+                seen.append((type(error).__name__, before, nb["debits"]()))
+                continue
+            assert nb["debits"]() >= 1, f"{consumer} answered {outcome!r} with no debit applied (false success)"
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=messages[0]["ReceiptHandle"])
+            seen.append((outcome, before, nb["debits"]()))
+    finally:
+        errors.uninstall()
+    assert not nb["in_queue"](queue), "a message was never finished"
+    return seen, nb["debits"]()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("consumer", CONSUMER_NAMES)
+def test_every_consumer_under_every_dynamodb_answer(nb, consumer, kind):
+    seen, debited = deliver_under(nb, consumer, kind)
+    assert debited >= 1, f"{consumer} under {kind}: the message was deleted, the payment lost ({seen})"
+    if consumer == "naive" and kind == ERROR_500_APPLIED:
+        assert debited == 2                         # applied, unknown to the caller, applied again on redelivery
+    else:
+        assert debited == 1, seen
+    assert seen[0][0] not in ("applied", "already applied"), f"success reported for {kind}: {seen}"
+
+
+@pytest.mark.parametrize("conflict_item", [0, -1])
+def test_a_conflict_on_either_action_is_not_already_applied(nb, conflict_item):
+    seen, debited = deliver_under(nb, "keyed by operation ID", KINDS[0], conflict_item=conflict_item)
+    assert [s[0] for s in seen][1:] == ["applied"] and seen[0][0] != "already applied"
+    assert debited == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_lambda_poller_path_reports_every_dynamodb_answer_and_loses_nothing(nb, kind):
+    for consumer in ("debit_naive", "debit_by_operation"):
+        nb["new_wallet"]()
+        sqs = nb["sqs"]
+        queue = fresh_queue(sqs, f"test-07-poller-answers-{os.getpid()}", visibility_timeout=30)
+        for n in range(1, 4):
+            sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(nb["payment"](n)))
+        poller = LambdaPoller(sqs, queue, nb["handler_partial"](nb[consumer]), report_batch_item_failures=True)
+        errors = DynamoDBErrors(at={1: kind}).install(nb["wallets"])
+        try:
+            nb["drain"](poller, queue)
+        finally:
+            errors.uninstall()
+        expected = 4 if consumer == "debit_naive" and kind == ERROR_500_APPLIED else 3
+        assert nb["debits"]() == expected, (consumer, kind)
+        assert poller.invocations[0].returned_to_queue == [poller.invocations[0].message_ids[1]]
+
+
+def test_the_checker_fails_a_consumer_that_reads_a_conflict_as_already_applied(db):
+    from botocore.exceptions import ClientError
+
+    solution = lesson("solutions/07_event_sources_solution.ipynb")["my_consumer"]
+
+    def mistaken(table, message):
+        try:
+            return solution(table, message)
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "TransactionCanceledException":
+                return "already applied"           # any cancellation read as a duplicate
+            raise
+
+    verdict = check_safe_consumer(mistaken, db=db)
+    assert not verdict.passed and "TransactionConflict" in verdict.message
+    assert "answered 'already applied'; the message was deleted" in verdict.message
+    assert "a payment lost" in verdict.message
+    assert all(len(line) <= 100 for line in str(verdict).splitlines())
+
+
+def test_the_conflict_cell_keeps_the_message_and_applies_once(nb):
+    frame = nb["conflict_run"](nb["debit_by_operation"])
+    assert list(frame["deleted"]) == [False, True] and list(frame["debits"]) == [0, 1]
+
+
+# --- item 9: a visibility timeout shorter than the work ---------------------------------------------------
+
+def test_a_visibility_timeout_shorter_than_the_work_delivers_concurrently(nb):
+    log, debited = nb["two_workers"](nb["debit_naive"], 30)
+    assert debited == 2 and list(log["worker"]) == ["A", "B", "B", "A"]
+    assert nb["two_workers"](nb["debit_naive"], 6 * nb["WORK_SECONDS"])[1] == 1
+    assert nb["two_workers"](nb["debit_by_operation"], 30)[1] == 1
+
+
+# --- item 5: FIFO partial batch responses ------------------------------------------------------------------
+
+def test_fifo_stop_at_the_first_failure_keeps_the_order(nb):
+    broken = nb["fifo_batches"](nb["handler_partial"])
+    kept = nb["fifo_batches"](nb["handler_partial_fifo"])
+    assert broken["order applied (op-…)"].endswith("08 09 10 07") and broken["deleted after a failure"] == 3
+    assert kept["order applied (op-…)"] == " ".join(f"{n:02d}" for n in range(1, 11))
+    assert kept["deleted after a failure"] == 0
+
+
+@pytest.mark.parametrize("url, size, window, ok", [
+    ("q", 10, 0, True), ("q", 11, 0, False), ("q", 10_000, 1, True), ("q", 10_001, 1, False),
+    ("q.fifo", 10, 0, True), ("q.fifo", 11, 0, False), ("q.fifo", 5, 1, False),
+])
+def test_batch_size_and_window_as_aws_documents(nb, url, size, window, ok):
+    make = lambda: LambdaPoller(nb["sqs"], url, lambda e, c: None, batch_size=size, batching_window=window)
+    if ok:
+        assert make().batch_size == size
+    else:
+        with pytest.raises(ValueError, match="batch_size|batching window"):
+            make()
+
+
+def test_a_batch_above_ten_is_gathered_from_several_receives(nb):
+    sqs = nb["sqs"]
+    queue = fresh_queue(sqs, f"test-07-big-{os.getpid()}", visibility_timeout=30)
+    for n in range(25):
+        sqs.send_message(QueueUrl=queue, MessageBody=json.dumps({"n": n}))
+    sizes = []
+    poller = LambdaPoller(sqs, queue, lambda e, c: sizes.append(len(e["Records"])), batch_size=20, batching_window=1)
+    poller.poll()
+    poller.poll()
+    assert sizes == [20, 5]
+
+
+def test_the_marker_outlives_every_hop(nb):
+    hops = nb["HOPS"]
+    assert nb["MARKER_LIFETIME"] == sum(hops.values()) > nb["DLQ_RETENTION"] + 2 * nb["QUEUE_RETENTION"]
