@@ -1,22 +1,30 @@
-"""Notebook 06's own saved-response handler (and Powertools beside it) under crashes, leases and duplicates."""
+"""Notebook 06's own saved-response handler (and Powertools beside it) under crashes, leases, duplicates
+and every failure answer DynamoDB can give (helpers/dynamodb_errors.py), through the notebook's own functions."""
 
 from __future__ import annotations
 
 import datetime as real_datetime
 import itertools
+import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
+from botocore.exceptions import ClientError
+
 from helpers.call_counter import CallCounter
 from helpers.concurrency import race
-from helpers.payment_provider import PaymentProvider, ProviderKeyReused
+from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED,
+                                     THROTTLING, DynamoDBErrors)
+from helpers.exercises import check_fenced_completion
+from helpers.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
 from helpers.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
 from notebook_code import lesson
 
 NB = "06_saved_responses.ipynb"
+pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
 _keys = itertools.count()
 
 
@@ -115,9 +123,43 @@ def test_scenarios_without_takeover_agree(nb, handler):
 
 def test_fenced_completion_keeps_the_new_owners_response_powertools_does_not(nb):
     assert nb["scenario"]("lease taken over", nb["pay"])["caller saw"] == " → ".join(["201 ch_0001 inv-2"] * 3)
-    row = nb["scenario"]("lease taken over", nb["pay_powertools"], key="t06-powertools-takeover")
-    assert row["caller saw"] == "201 ch_0001 inv-2 → 201 ch_0001 inv-1 → 201 ch_0001 inv-1"
-    assert nb["powertools_record"]("t06-powertools-takeover")["served_by"] == "inv-1"
+    key = f"t06-{next(_keys)}"
+    row = nb["scenario"]("lease taken over", nb["pay_powertools"], key=key)
+    assert row["caller saw"] == "201 ch_0001 inv-2 → 201 ch_0001 inv-1 → 201 ch_0001 inv-1"   # overwritten
+    item = helpers.read_item(nb["powertools_table"], {"pk": "pay-in-lambda#" + _digest(key)})
+    assert json.loads(json.loads(item["data"])["body"])["served_by"] == "inv-1"
+
+
+def _digest(key, caller="shop-a"):
+    import hashlib
+
+    return hashlib.md5(json.dumps([caller, key]).encode()).hexdigest()
+
+
+def test_powertools_outside_lambda_has_no_in_progress_expiry_a_crash_blocks_the_key(nb):
+    row = nb["scenario"]("crash after debit, retries", nb["pay_powertools_outside_lambda"])
+    assert row["caller saw"] == "crashed → 409 → 409 → 409" and (row["debits"], row["charges"]) == (1, 0)
+
+
+def test_the_notebooks_complete_passes_the_exercise_checker(nb):
+    """The lesson's `complete` does what the exercise asks: fenced, and True to its own lost-answer retry."""
+    def complete(records, key, lease_token, response):
+        nb["records"] = records
+        return nb["complete"](key, lease_token, response)
+
+    try:
+        verdict = check_fenced_completion(complete, db=nb["db"])
+    finally:
+        nb["records"] = helpers.fresh_table(nb["db"], "idempotency-06")
+    assert verdict.passed, verdict
+
+
+def test_replay_is_byte_identical(nb):
+    key = fresh_run(nb)
+    first = nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    again = nb["pay"](key, nb["PAYLOAD"], "inv-2")
+    assert isinstance(first["body"], str) and again["body"].encode() == first["body"].encode()
+    assert list(again) == list(first) and repr(again) == repr(first)
 
 
 def test_a_stale_lease_cannot_complete(nb):
@@ -131,7 +173,7 @@ def test_a_stale_lease_cannot_complete(nb):
 
 def test_expired_lease_with_a_different_payload_is_a_mismatch_not_a_takeover(nb):
     key = fresh_run(nb)
-    assert nb["claim"](key, nb["PAYLOAD"], "first") is None
+    assert nb["claim"](f"{nb['CALLER']}#{key}", nb["PAYLOAD"], "first") is None      # pay's record key
     nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
     assert nb["pay"](key, {"wallet": nb["WALLET"], "amount": 99}, "other") == nb["MISMATCH"]
     assert debits(nb) == 0
@@ -160,6 +202,160 @@ def test_missing_wallet_is_an_error_and_charges_nothing(nb):
     assert nb["provider"].calls == 0
 
 
+# --- DynamoDB's failure answers, injected (issue 10) -------------------------------------------------------
+#
+# Each handler of the notebook -- ours, Powertools in Lambda, Powertools outside Lambda -- against each answer
+# at each write request of one payment (0: the claim, 1: the debit, 2: the completion, ...), the conflict in
+# each CancellationReasons slot. After the injected call the caller retries (past the lease) as a client would.
+# No false success (a 201 means one debit and one charge), no lost payment (a charge without a debit), never a
+# second debit or charge, and every 201 the same response.
+
+HANDLERS = ["pay", "pay_powertools", "pay_powertools_outside_lambda"]
+ANSWERS = [(CONFLICT, 0), (CONFLICT, 1), (THROTTLED, -1), (THROTTLING, -1), (ERROR_500_APPLIED, -1),
+           (ERROR_500_NOT_APPLIED, -1), (IN_PROGRESS, -1)]
+
+
+def inject(nb, schedule, conflict_item=-1):
+    errors = DynamoDBErrors(at=schedule, conflict_item=conflict_item)
+    for target in (nb["records"], nb["wallets"], nb["powertools_client"]):
+        errors.install(target)
+    return errors
+
+
+def call(nb, handler, key, invocation):
+    try:
+        return nb[handler](key, nb["PAYLOAD"], invocation)
+    except Exception as error:  # noqa: BLE001 - an error is an allowed answer; a false success is not
+        return error
+
+
+def check_invariants(nb, answers):
+    debited, charged = debits(nb), nb["provider"].charges
+    assert debited <= 1 and charged <= 1, f"twice: {debited} debits, {charged} charges"
+    assert charged <= debited, "a charge without a debit: a lost payment"
+    successes = [a for a in answers if isinstance(a, dict) and a["status"] == 201]
+    if successes:
+        assert (debited, charged) == (1, 1), f"a 201 with {debited} debits and {charged} charges: a false success"
+        assert all(a == successes[0] for a in successes), successes
+    return successes
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+@pytest.mark.parametrize("kind, slot", ANSWERS, ids=[f"{k}@{s}" for k, s in ANSWERS])
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_every_injected_answer_no_false_success_no_lost_payment(nb, handler, kind, slot, n):
+    key = fresh_run(nb)
+    errors = inject(nb, {n: kind}, conflict_item=slot)
+    try:
+        answers = [call(nb, handler, key, "inv-1")]
+    finally:
+        errors.uninstall()
+    check_invariants(nb, answers)
+    for i in range(3):                                    # the caller retries, the lease long over
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+        answers.append(call(nb, handler, key, f"retry-{i}"))
+    successes = check_invariants(nb, answers)
+    if handler != "pay_powertools_outside_lambda":       # outside Lambda a stuck record blocks the key (409)
+        assert successes, f"never completed: {answers}"
+    if handler == "pay":
+        assert answers[0] == successes[0], f"our handler resends what DynamoDB did not apply: {answers[0]!r}"
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+@pytest.mark.parametrize("kind, slot", ANSWERS, ids=[f"{k}@{s}" for k, s in ANSWERS])
+def test_an_answer_that_never_stops_is_an_error_never_a_success_without_effects(nb, handler, kind, slot):
+    key = fresh_run(nb)
+    errors = inject(nb, {n: kind for n in range(40)}, conflict_item=slot)
+    try:
+        answers = [call(nb, handler, key, "inv-1")]
+    finally:
+        errors.uninstall()
+    successes = check_invariants(nb, answers)
+    if kind != ERROR_500_APPLIED:                         # nothing was applied: nothing may have happened
+        assert not successes and (debits(nb), nb["provider"].charges) == (0, 0), answers
+        assert isinstance(answers[0], Exception) or answers[0]["status"] != 201
+
+
+@pytest.mark.parametrize("slot", [0, 1])
+def test_a_conflict_in_either_slot_is_never_read_as_already_debited(nb, slot):
+    fresh_run(nb)
+    debit_key = f"t06-{next(_keys)}"
+    errors = DynamoDBErrors(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
+    try:
+        with pytest.raises(ClientError) as raised:
+            nb["debit_once"](nb["WALLET"], 10, debit_key)
+    finally:
+        errors.uninstall()
+    reasons = [r["Code"] for r in raised.value.response["CancellationReasons"]]
+    assert reasons[slot] == "TransactionConflict" and debits(nb) == 0
+    assert nb["debit_once"](nb["WALLET"], 10, debit_key) is True and debits(nb) == 1   # nothing had been written
+    assert nb["debit_once"](nb["WALLET"], 10, debit_key) is False and debits(nb) == 1  # the marker's own CCF
+
+
+def test_one_conflict_is_resent_and_charges_once(nb):
+    key = fresh_run(nb)
+    errors = inject(nb, {1: CONFLICT}, conflict_item=1)
+    try:
+        answer = nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    finally:
+        errors.uninstall()
+    assert errors.answered == [(1, "TransactWriteItems", CONFLICT)]
+    assert answer["status"] == 201 and (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_a_wallet_id_dynamodb_refuses_charges_nothing_and_saves_nothing(nb, handler):
+    """Issue 10: a 2,049-byte wallet ID was answered 201 on DynamoDB Local, charged, and debited nothing."""
+    fresh_run(nb)
+    key = f"t06-{next(_keys)}"
+    before = [t.scan(ConsistentRead=True)["Items"] for t in (nb["records"], nb["powertools_table"])]
+    calls_before = nb["provider"].calls
+    try:
+        answer = nb[handler](key, {"wallet": "w" * 2049, "amount": 10}, "inv-1")
+    except Exception as error:  # noqa: BLE001 - BadInput (check_debit), or DynamoDB's own refusal
+        answer = error
+    assert isinstance(answer, Exception), f"answered {answer!r}"
+    assert nb["provider"].calls == calls_before, "the provider was called"
+    assert [t.scan(ConsistentRead=True)["Items"] for t in (nb["records"], nb["powertools_table"])] == before
+
+
+@pytest.mark.parametrize("handler", ["pay", "pay_powertools"])
+def test_provider_down_after_the_debit_then_forward_recovery_with_the_same_key(nb, handler):
+    key = fresh_run(nb)
+    nb["provider"].fail_next()
+    with pytest.raises(ProviderUnavailable):
+        nb[handler](key, nb["PAYLOAD"], "inv-1")
+    assert (debits(nb), nb["provider"].charges) == (1, 0)            # the debit stays: the case to recover
+    assert helpers.read_item(nb["records"], {"pk": f"shop-a#{key}"}) is None
+    answer = nb[handler](key, nb["PAYLOAD"], "inv-2")
+    assert answer["status"] == 201 and (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+@pytest.mark.parametrize("handler", ["pay", "pay_powertools"])
+def test_keys_are_scoped_per_caller(nb, handler):
+    key = fresh_run(nb)
+    a = nb[handler](key, nb["PAYLOAD"], "inv-a", caller="shop-a")
+    b = nb[handler](key, nb["PAYLOAD"], "inv-b", caller="shop-b")
+    assert json.loads(a["body"])["served_by"] == "inv-a" and json.loads(b["body"])["served_by"] == "inv-b"
+    assert debits(nb) == 2 and nb["provider"].charges == 2
+    assert nb[handler](key, nb["PAYLOAD"], "inv-c", caller="shop-b") == b
+
+
+def test_powertools_keyed_by_the_raw_key_leaks_one_callers_response_to_another(nb):
+    by_key = nb["powertools_handler"]("t06-by-key", event_key="key")
+    key = fresh_run(nb)
+    a = by_key(key, nb["PAYLOAD"], "inv-a", caller="shop-a")
+    assert by_key(key, nb["PAYLOAD"], "inv-b", caller="shop-b") == a and nb["provider"].charges == 1
+
+
+@pytest.mark.parametrize("caller", ["", " ", "a#b", None, 7])
+def test_a_bad_caller_is_refused_and_nothing_is_written(nb, caller):
+    key = fresh_run(nb)
+    with pytest.raises(helpers.BadInput, match="caller"):
+        nb["pay"](key, nb["PAYLOAD"], "inv-1", caller=caller)
+    assert nb["provider"].calls == 0 and debits(nb) == 0
+
+
 # --- helpers added for this lesson -------------------------------------------------------------
 
 def test_provider_replays_a_key_refuses_a_changed_charge_and_forgets_after_the_window():
@@ -180,6 +376,28 @@ def test_provider_bad_input_charges_nothing(args, message):
     with pytest.raises(helpers.BadInput, match=message):
         provider.charge(*args)
     assert provider.charges == 0
+
+
+def test_provider_keys_up_to_255_characters_down_means_nothing_charged_and_watchers_hear_each_answer():
+    provider = PaymentProvider(helpers.VirtualClock())
+    heard = []
+    with watch_charges(lambda charge, new: heard.append((charge.charge_id, new))):
+        provider.charge("alice", 5, "k" * 255)
+        provider.charge("alice", 5, "k" * 255)
+        provider.fail_next(2)
+        for _ in range(2):
+            with pytest.raises(ProviderUnavailable):
+                provider.charge("alice", 5, "other")
+        provider.charge("alice", 5, "other")
+    provider.charge("alice", 5, "after")                     # outside the block: not heard
+    assert heard == [("ch_0001", True), ("ch_0001", False), ("ch_0002", True)] and provider.charges == 3
+    with pytest.raises(helpers.BadInput, match="at most 255"):
+        provider.charge("alice", 5, "k" * 256)
+    with pytest.raises(helpers.BadInput):
+        provider.fail_next(-1)
+    with pytest.raises(helpers.BadInput):
+        with watch_charges("not callable"):  # type: ignore[arg-type]
+            pass
 
 
 def test_provider_window_must_be_positive():

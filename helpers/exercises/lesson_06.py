@@ -1,12 +1,15 @@
 """Notebook 06's exercise: a completion fenced on the lease, and safe to retry.
 
 The reader writes `complete(records, key, lease_token, response)` for notebook
-06's idempotency records. It saves `response` (as JSON in ``response``) and
+06's idempotency records. It saves `response` (a status and the body's exact
+text, as JSON in ``response``) and
 ``status = "COMPLETED"`` only while the record carries this attempt's
 ``lease_token``, and returns True when the record holds this attempt's response
 (saved now, or by its own earlier attempt whose answer was lost) and False when
 another attempt holds the lease, writing nothing. The checker plays the lease
 takeovers of notebook 06, lost responses, concurrent completions and bad input.
+Its counterexample is printed a few short lines at a time (each at most 100
+characters), so it reads whole on GitHub.
 """
 
 from __future__ import annotations
@@ -25,7 +28,22 @@ TABLE, KEY, COPIES = "exercise-06", "key-1", 16
 
 
 def response_of(invocation: str) -> dict[str, Any]:
-    return {"status": 201, "body": {"charge": "ch_0001", "served_by": invocation}}
+    """The response `invocation` saves: a status and the body as the text that is sent."""
+    return {"status": 201, "body": json.dumps({"charge": "ch_0001", "served_by": invocation})}
+
+
+def _served_by(saved: Any) -> Any:
+    if isinstance(saved, str):
+        saved = json.loads(saved)
+    body = saved.get("body") if isinstance(saved, dict) else None
+    if isinstance(body, str):
+        body = json.loads(body)
+    return body.get("served_by") if isinstance(body, dict) else None
+
+
+def _lines(*parts: str) -> str:
+    """One counterexample, a line per part (each part short enough for GitHub's width)."""
+    return "\n".join(parts)
 
 
 def check_fenced_completion(complete: Complete, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
@@ -42,10 +60,7 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
         item = read_item(records, {"pk": KEY})
         if item is None:
             return "no record"
-        saved = item.get("response")
-        if isinstance(saved, str):
-            saved = json.loads(saved)
-        served_by = (saved or {}).get("body", {}).get("served_by") if isinstance(saved, dict) else None
+        served_by = _served_by(item.get("response"))
         held = f"{item.get('status')}, lease {item.get('lease_token')}"
         return held + (f", response served by {served_by}" if served_by else ", no response")
 
@@ -60,10 +75,12 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
         before = record(records)
         result = complete_as(records, "inv-1")
         if result is not False or record(records) != before:
-            raise Counterexample(
-                f"inv-1's lease expired and inv-2 took over (the record: {before}); then inv-1 woke up and completed: "
-                f"expected False and the record left to inv-2, your completion answered {shown(result)} and left the "
-                f"record {record(records)}.")
+            raise Counterexample(_lines(
+                "inv-1's lease expired and inv-2 took over",
+                f"(the record: {before});",
+                "then inv-1 woke up and completed: expected False and the record left to inv-2;",
+                f"your completion answered {shown(result)} and left the record",
+                f"{record(records)}."))
 
     def taken_over_completed() -> None:
         records = claimed_by("inv-2", claimed_by("inv-1"))
@@ -74,10 +91,12 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
         before = record(records)
         result = complete_as(records, "inv-1")
         if result is not False or record(records) != before:
-            raise Counterexample(
-                f"inv-2 took over inv-1's expired lease and completed (the record: {before}); then inv-1 completed: "
-                f"expected False and the record unchanged, your completion answered {shown(result)} and left the "
-                f"record {record(records)}.")
+            raise Counterexample(_lines(
+                "inv-2 took over inv-1's expired lease and completed",
+                f"(the record: {before});",
+                "then inv-1 completed: expected False and the record unchanged;",
+                f"your completion answered {shown(result)} and left the record",
+                f"{record(records)}."))
 
     def lost_responses() -> None:
         for seed in range(schedules):
@@ -85,10 +104,12 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
             faults = LostResponses(p=0.5, seed=seed).install(records)
             result = resend(lambda: complete(records, KEY, "inv-1", response_of("inv-1")))
             if result is not True or record(records) != "COMPLETED, lease inv-1, response served by inv-1":
-                raise Counterexample(
-                    f"inv-1 holds the lease and completes, resending after each lost response (responses of write "
-                    f"requests {faults.lost} lost, seed {seed}): the record is {record(records)}; expected True (the "
-                    f"record holds inv-1's own response), your completion finally answered {shown(result)}.")
+                raise Counterexample(_lines(
+                    "inv-1 holds the lease and completes, resending after each lost response",
+                    f"(responses of write requests {faults.lost} lost, seed {seed}):",
+                    f"the record is {record(records)};",
+                    "expected True (the record holds inv-1's own response),",
+                    f"your completion finally answered {shown(result)}."))
 
     def concurrent() -> None:
         records = claimed_by("inv-2", claimed_by("inv-1"))
@@ -97,26 +118,28 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
         wrong = [(h, o) for h, o in zip(holders, outcomes) if o is not (h == "inv-2")]
         if wrong or record(records) != "COMPLETED, lease inv-2, response served by inv-2":
             detail = f"{wrong[0][0]}'s copy answered {shown(wrong[0][1])}" if wrong else f"the record is {record(records)}"
-            raise Counterexample(
-                f"{COPIES // 2} copies of inv-2's completion (it holds the lease) and {COPIES // 2} of inv-1's (its lease "
-                f"was taken over) at the same instant: expected True for every inv-2 copy, False for every inv-1 copy, "
-                f"and inv-2's response saved; {detail}.")
+            raise Counterexample(_lines(
+                f"{COPIES // 2} copies of inv-2's completion (it holds the lease) and {COPIES // 2} of inv-1's",
+                "(its lease was taken over) at the same instant: expected True for every inv-2 copy,",
+                f"False for every inv-1 copy, and inv-2's response saved; {detail}."))
 
     def bad_input() -> None:
         records = fresh_table(db, TABLE)
         result = complete_as(records, "inv-1")
         if not (result is False or isinstance(result, (ValueError, LookupError))) or snapshot(records):
-            raise Counterexample(f"completing a key that was never claimed should answer False (or raise) and write "
-                                 f"nothing; your completion answered {shown(result)} and left {record(records)}.")
+            raise Counterexample(_lines(
+                "completing a key that was never claimed should answer False (or raise) and write nothing;",
+                f"your completion answered {shown(result)} and left {record(records)}."))
         records = claimed_by("inv-1")
         before = record(records)
         result = answer(lambda: complete(records, KEY, "", response_of("nobody")))
         if not (result is False or isinstance(result, ValueError)) or record(records) != before:
-            raise Counterexample(f"an empty lease token should answer False (or raise ValueError) and write nothing; "
-                                 f"your completion answered {shown(result)} and left the record {record(records)}.")
+            raise Counterexample(_lines(
+                "an empty lease token should answer False (or raise ValueError) and write nothing;",
+                f"your completion answered {shown(result)} and left the record {record(records)}."))
 
     return verdict(
         [taken_over_in_progress, taken_over_completed, lost_responses, concurrent, bad_input],
-        passed=f"both lease takeovers, {schedules} lost-response schedules, {COPIES} concurrent completions and bad "
-               "input all handled.",
+        passed=f"both lease takeovers, {schedules} lost-response schedules, {COPIES} concurrent completions\n"
+               "and bad input all handled.",
     )
