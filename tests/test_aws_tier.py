@@ -17,6 +17,12 @@ from pathlib import Path
 import boto3
 import pytest
 
+import helpers
+
+# One tier is enough: these start a DynamoDB Local of their own, whatever the tier's backend.
+pytestmark = pytest.mark.skipif(helpers.backends.backend_name() != "dynamodb-local",
+                                reason="runs in the dynamodb-local tier")
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "03_request_id_increments.ipynb"
 
@@ -52,6 +58,19 @@ def tables(endpoint: str) -> list[str]:
     return sorted(client.list_tables()["TableNames"])
 
 
+def aws_cleanup(endpoint: str) -> subprocess.CompletedProcess:
+    """What `make aws-cleanup` runs (the Makefile's recipe, checked below), in this environment."""
+    code = "import sys; from helpers.backends import main; sys.exit(main(['--delete-leftovers']))"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=aws_env(endpoint), capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_make_aws_cleanup_runs_the_same_command():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "aws-cleanup:" in makefile and "from helpers.backends import main" in makefile
+    assert "'--delete-leftovers'" in makefile
+
+
 PROBE = """
 import helpers, json
 db = helpers.connect()
@@ -83,8 +102,7 @@ def test_notebook_03_reproduces_on_the_aws_code_path(endpoint):
     # and `make aws-cleanup` deletes them.
     left = [n for n in tables(endpoint) if n not in before]
     assert left and all("-run" in n for n in left), left
-    cleanup = subprocess.run(["make", "-s", "aws-cleanup"], cwd=ROOT, env=aws_env(endpoint), capture_output=True,
-                             text=True, timeout=120)
+    cleanup = aws_cleanup(endpoint)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert tables(endpoint) == before
 
@@ -95,8 +113,7 @@ def test_aws_cleanup_deletes_what_a_killed_kernel_left(endpoint):
     assert killed.returncode == 0, killed.stderr[-2000:]
     left = [n for n in tables(endpoint) if n.startswith("wallets-03-run")]
     assert left, "the killed process should have left its table"
-    cleanup = subprocess.run(["make", "-s", "aws-cleanup"], cwd=ROOT, env=aws_env(endpoint), capture_output=True,
-                             text=True, timeout=120)
+    cleanup = aws_cleanup(endpoint)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert f"deleting {left[0]}" in cleanup.stdout
     assert not [n for n in tables(endpoint) if n.startswith("wallets-03-run")]

@@ -17,6 +17,12 @@ from pathlib import Path
 
 import pytest
 
+import helpers
+
+# One tier is enough: these start a DynamoDB Local of their own, whatever the tier's backend.
+pytestmark = pytest.mark.skipif(helpers.backends.backend_name() != "dynamodb-local",
+                                reason="runs in the dynamodb-local tier")
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "03_request_id_increments.ipynb"
 
