@@ -17,12 +17,14 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from .display import shown
 from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
 
 Update = Callable[[Any, str, str, int], Any]
 TABLE, ORDER, STATUSES, COPIES = "exercise-01", "order-1", ("placed", "packed", "shipped"), 16
 
 
+@shown
 def check_order_safe_update(update: Update, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `update(table, order_id, status, seq)` safe to retry and to deliver late? Returns a `Verdict`."""
     db = db or connect()
