@@ -16,6 +16,7 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from .display import shown
 from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
 
 SignUp = Callable[[Any, str, str], Any]
@@ -23,6 +24,7 @@ TABLE, COPIES = "exercise-02", 16
 PEOPLE = {"alice": "alice@example.com", "bob": "bob@example.com", "carol": "carol@example.com"}
 
 
+@shown
 def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `sign_up(table, username, email)` safe to retry, and does it refuse someone else's row? A `Verdict`."""
     db = db or connect()
