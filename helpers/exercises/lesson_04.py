@@ -16,6 +16,7 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from .display import shown
 from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, verdict
 
 Debit = Callable[[Any, str, int, str], Any]
@@ -23,6 +24,7 @@ TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-04", "alice", 50, 20,
 WENT_THROUGH, DECLINED = ("applied", "already applied"), "insufficient funds"
 
 
+@shown
 def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Does `debit(table, wallet_id, amount, request_id)` tell a duplicate from insufficient funds? A `Verdict`."""
     db = db or connect()
@@ -48,8 +50,8 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
                     saw = raised(result) if isinstance(result, Exception) else repr(result)
                     want = " or ".join(repr(e) for e in expected[n])
                     raise Counterexample(
-                        f"{PAYMENTS} payments of {AMOUNT} from {START}, each resent with its own request ID after a lost "
-                        f"response (responses of write requests {faults.lost} lost, seed {seed}): payment {n + 1}, "
+                        f"{PAYMENTS} payments of {AMOUNT} from {START}, each under a request ID of its own that every "
+                        f"resend after a lost response reuses (responses of write requests {faults.lost} lost, seed {seed}): payment {n + 1}, "
                         f"sent when the balance was {left}, should answer {want}; your debit answered {saw}.")
             if balance(table) != START - 2 * AMOUNT:
                 raise Counterexample(f"{PAYMENTS} payments of {AMOUNT} from {START}, responses of write requests "
