@@ -17,12 +17,14 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, open_wallet, read_balance
+from .display import shown
 from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, verdict
 
 Handler = Callable[[Any, dict], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-00", "alice", 100, 10, 3, 16
 
 
+@shown
 def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `handler(table, request)` safe when one payment reaches it more than once? Returns a `Verdict`."""
     db = db or connect()
