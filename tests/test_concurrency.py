@@ -12,6 +12,8 @@ being applied, or 06's 409 "in progress") sends again, as a client would; how of
 
 from __future__ import annotations
 
+import json
+
 import functools
 import itertools
 import os
@@ -295,7 +297,7 @@ class SavedResponseHandler(Pattern):
         problems = [repr(o) for o in outcomes if isinstance(o, BaseException)]
         if problems:
             return problems
-        winners = [i for i, o in enumerate(outcomes) if o["status"] == 201 and o["body"]["served_by"] == f"inv-{i}"]
+        winners = [i for i, o in enumerate(outcomes) if o["status"] == 201 and json.loads(o["body"])["served_by"] == f"inv-{i}"]
         if len(winners) != 1:
             return [f"{len(winners)} copies did the work"]
         response = outcomes[winners[0]]

@@ -482,7 +482,7 @@ def run_handler(schedule) -> list[str]:
             problems.append(f"key {k} never answered 201: {seen}")
         elif any(a != successes[0] for a in successes):
             problems.append(f"key {k} replayed a different response: {successes}")
-        elif successes[0]["body"]["amount"] != AMOUNTS[k]:
+        elif json.loads(successes[0]["body"])["amount"] != AMOUNTS[k]:
             problems.append(f"key {k} answered {successes[0]}")
         if any(a["status"] != 201 and a != code["IN_PROGRESS"] for a in seen):
             problems.append(f"key {k} got an unexpected answer: {seen}")
