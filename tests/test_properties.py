@@ -450,10 +450,13 @@ def run_handler(schedule) -> list[str]:
                 call(k)
         return hook
 
+    caller = code.get("CALLER", "shop-a")
+
     def applied():
         debited = START - helpers.read_balance(code["wallets"], code["WALLET"])
         charged = [c.idempotency_key for c in provider.made]
-        return {k: (debited // AMOUNTS[k] % 100, charged.count(key(k))) for k in range(3)}
+        charges = lambda k: sum(c in (key(k), f"{caller}#{key(k)}") for c in charged)  # noqa: E731 - keys scoped per caller
+        return {k: (debited // AMOUNTS[k] % 100, charges(k)) for k in range(3)}
 
     for kind, k, arg, lose in schedule:
         if kind == "call":
