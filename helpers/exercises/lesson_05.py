@@ -18,6 +18,7 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from .display import shown
 from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot, verdict
 
 Debit = Callable[[Any, str, int, str], Any]
@@ -27,6 +28,7 @@ ORDERS = (["A", "B", "A"], ["A", "B", "C", "B", "A"], ["A", "A", "B", "C", "C", 
 LATE = ["A", "B", "C", "A", "B"]
 
 
+@shown
 def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Is `debit(table, wallet_id, amount, request_id)` applied once per request, in any order? A `Verdict`."""
     db = db or connect()
