@@ -26,6 +26,8 @@ Each module has one job; open the one a notebook names:
     payment_provider  a fake provider that honours an idempotency key
     powertools_clock  Powertools' idempotency utility on the virtual clock
     call_counter    round trips and writes per operation
+    http_server     serve(): an ASGI app on uvicorn, 127.0.0.1, a free port, from the kernel
+    http_faults     LostHttpResponses: the server commits, the HTTP client times out
     charts, notebook  display settings and small chart functions
 """
 

@@ -1,0 +1,98 @@
+"""Notebook 09's exercise: an HTTP client that pays once, however its responses are lost.
+
+The reader writes `pay(url, payment, api_key)` for notebook 09's endpoint: it POSTs
+`payment` to ``url + "/payments"`` with an `Idempotency-Key`, resends after a timeout,
+a 409 or a 503, raises on any other 4xx, and returns the 201's JSON body. The checker
+runs it against the notebook's own server (its `LostHttpResponses` schedule, its wallets
+table and its payment provider):
+
+1. seeded schedules that lose the first response and, with probability 0.5, later ones:
+   exactly one debit and one charge, and the charge's body returned;
+2. DynamoDB cancelling the first debit (`TransactionConflict`: the server answers 503):
+   the client resends and the payment is made once;
+3. a payment the server refuses (400): the client raises after one request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..dynamodb_errors import CONFLICT, DynamoDBErrors
+from ..http_faults import LostHttpResponses
+from ..tables import open_wallet, read_balance
+from .display import shown
+from .verdict import Counterexample, Verdict, answer, verdict
+
+Pay = Callable[[str, dict, str], Any]
+
+WALLET, AMOUNT, OPENED_WITH, API_KEY = "exercise-09", 10, 1000, "sk_test_alice"
+
+
+@shown
+def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wallets: Any, provider: Any,
+                          schedules: int = 4) -> Verdict:
+    """Does `pay(url, payment, api_key)` pay once under lost responses and 503s, and stop on a 400? A `Verdict`."""
+
+    def payment() -> dict[str, Any]:
+        return {"wallet": WALLET, "amount": AMOUNT}
+
+    def debits() -> int:
+        return (OPENED_WITH - read_balance(wallets, WALLET)) // AMOUNT
+
+    def shown(result: Any) -> str:
+        if isinstance(result, Exception):
+            return f"{type(result).__name__}"
+        return repr(result) if len(repr(result)) <= 80 else repr(result)[:77] + "..."
+
+    def paid_once(result: Any, charges_before: int) -> bool:
+        charges = provider.charges - charges_before
+        return (debits() == 1 and charges == 1 and isinstance(result, dict)
+                and result.get("id") == provider.made[-1].charge_id)
+
+    def lost_responses() -> None:
+        for seed in range(schedules):
+            open_wallet(wallets, WALLET, OPENED_WITH)
+            before = provider.charges
+            faults.reset(p=0.5, seed=seed, at=[0])
+            try:
+                result = answer(lambda: pay(url, payment(), API_KEY))
+                lost, sent = list(faults.lost), faults.sent
+            finally:
+                faults.reset()
+            if not paid_once(result, before):
+                raise Counterexample(
+                    f"one payment of {AMOUNT}, responses of requests {lost} lost (seed {seed}; {sent} requests "
+                    f"sent): the wallet was debited {debits()} times and the provider charged "
+                    f"{provider.charges - before} times, your client answered {shown(result)}; expected one debit, "
+                    f"one charge and the 201's body.")
+
+    def conflict() -> None:
+        open_wallet(wallets, WALLET, OPENED_WITH)
+        before = provider.charges
+        faults.reset()
+        errors = DynamoDBErrors(at={0: CONFLICT}).install(wallets)
+        try:
+            result = answer(lambda: pay(url, payment(), API_KEY))
+        finally:
+            errors.uninstall()
+        if not paid_once(result, before):
+            raise Counterexample(
+                f"DynamoDB cancelled the first debit (TransactionConflict) and the server answered 503 with "
+                f"Retry-After: the wallet was debited {debits()} times after {faults.sent} requests, your client "
+                f"answered {shown(result)}; expected it to resend and the payment made once.")
+
+    def refused() -> None:
+        open_wallet(wallets, WALLET, OPENED_WITH)
+        before = provider.charges
+        faults.reset()
+        result = answer(lambda: pay(url, {"wallet": WALLET, "amount": 0}, API_KEY))
+        if not isinstance(result, Exception) or faults.sent != 1 or provider.charges != before:
+            raise Counterexample(
+                f"a payment of 0 is refused with a 400 (nothing to retry): your client sent {faults.sent} requests "
+                f"and answered {shown(result)}; expected one request and an exception.")
+
+    return verdict(
+        [lost_responses, conflict, refused],
+        passed=f"{schedules} lost-response schedules, a 503 from a cancelled debit and a refused payment all "
+               "handled: each payment made once.",
+    )
