@@ -1,0 +1,129 @@
+"""Guards on the private moto, botocore and Powertools internals the helpers patch.
+
+The helpers reach into code that promises no stable API: botocore's endpoint and retry handler, moto's
+request stubber, DynamoDB and SQS backends, Powertools' `datetime` imports. A new version can rename any
+of them, and the patch would then do nothing -- the lesson would still run, and teach the wrong thing
+silently. Each test here names one hook, the helper that depends on it, and the pinned version it was
+written against, so an upgrade that breaks it fails here, loudly, with what to re-check.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from importlib.metadata import version
+
+import pytest
+
+PINNED = {name: version(name) for name in ("botocore", "moto", "aws-lambda-powertools")}
+
+
+def broken(package: str, hook: str, helper: str) -> str:
+    return (f"{package} {PINNED[package]}: {hook} is not as {helper} expects; re-check that patch "
+            f"before upgrading (the lesson would otherwise run unpatched and teach the wrong thing)")
+
+
+def parameters(function) -> list[str]:
+    return list(inspect.signature(function).parameters)
+
+
+def test_botocore_endpoint_answers_through_do_get_response():
+    from botocore.endpoint import Endpoint
+
+    hook = "Endpoint._do_get_response(request, operation_model, context)"
+    users = "helpers/faults.py, attempts.py, dynamodb_errors.py"
+    assert parameters(Endpoint._do_get_response)[:4] == ["self", "request", "operation_model", "context"], \
+        broken("botocore", hook, users)
+    assert "_do_get_response" in inspect.getsource(Endpoint._get_response), broken("botocore", hook, users)
+
+
+def test_botocore_endpoint_parses_modeled_error_fields():
+    from botocore.endpoint import Endpoint
+
+    hook = "Endpoint._add_modeled_error_fields(response_dict, parsed, operation_model, parser)"
+    assert parameters(Endpoint._add_modeled_error_fields)[1:5] == [
+        "response_dict", "parsed_response", "operation_model", "parser"], broken(
+        "botocore", hook, "helpers/dynamodb_errors.py (CancellationReasons)")
+
+
+def test_a_real_client_has_the_endpoint_attributes_the_injectors_use():
+    import helpers
+
+    client = helpers.connect().client()
+    endpoint = client._endpoint
+    assert callable(endpoint._do_get_response), broken("botocore", "client._endpoint._do_get_response",
+                                                        "helpers/faults.py")
+    assert hasattr(endpoint._response_parser_factory, "create_parser"), broken(
+        "botocore", "endpoint._response_parser_factory.create_parser", "helpers/dynamodb_errors.py")
+
+
+def test_botocore_retry_handler_is_found_and_its_jitter_pinned():
+    """helpers/virtual_backoff.py finds the retry handler by unique id and pins its random jitter."""
+    import helpers
+
+    client = helpers.connect().client(sdk_retries=True)
+    unique_id = f"retry-config-{client.meta.service_model.service_id.hyphenize()}"
+    handlers = client.meta.events._emitter._unique_id_handlers
+    assert unique_id in handlers, broken("botocore", f"emitter._unique_id_handlers[{unique_id!r}]",
+                                         "helpers/virtual_backoff.py")
+    handler = handlers[unique_id]["handler"]
+    # once installed, the registered handler is virtual_backoff's own; botocore's RetryHandler is in its closure
+    owner = getattr(handler, "__self__", None) or next(
+        (cell.cell_contents for cell in handler.__closure__ or () if hasattr(cell.cell_contents, "needs_retry")), None)
+    assert owner is not None and hasattr(owner, "needs_retry"), broken(
+        "botocore", "the retry handler's needs_retry", "helpers/virtual_backoff.py")
+    backoff = owner._retry_policy._retry_backoff
+    assert backoff._random() == 1.0, broken("botocore", "_retry_policy._retry_backoff._random",
+                                            "helpers/virtual_backoff.py")
+
+
+def test_moto_stubber_and_raw_response():
+    from moto.core.botocore_stubber import MockRawResponse
+    from moto.core.models import botocore_stubber
+
+    assert callable(botocore_stubber), broken("moto", "moto.core.models.botocore_stubber",
+                                              "helpers/faithful_moto.py, backends.py")
+    assert parameters(MockRawResponse)[:1] == ["response_input"], broken(
+        "moto", "moto.core.botocore_stubber.MockRawResponse(response_input)", "helpers/faithful_moto.py")
+
+
+def test_moto_dynamodb_backend_tables_have_key_attributes():
+    import helpers
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    db = helpers.connect()
+    if db.name != "moto":
+        pytest.skip("moto's own backend: only on moto")
+    table = helpers.fresh_table(db, "guard-hooks", sort_key="sk")
+    moto_table = dynamodb_backends[DEFAULT_ACCOUNT_ID][helpers.backends.REGION].get_table(table.name)
+    assert (moto_table.hash_key_attr, moto_table.range_key_attr) == ("pk", "sk"), broken(
+        "moto", "dynamodb_backends[account][region].get_table(name).hash_key_attr", "helpers/faithful_moto.py")
+
+
+@pytest.mark.parametrize("name", ["unix_time", "unix_time_millis"])
+def test_moto_sqs_reads_its_time_through_module_functions(name):
+    module = importlib.import_module("moto.sqs.models")
+    assert callable(getattr(module, name, None)), broken("moto", f"moto.sqs.models.{name}", "helpers/sqs_clock.py")
+    assert f"{name}(" in inspect.getsource(module), broken("moto", f"moto.sqs.models calling {name}()",
+                                                          "helpers/sqs_clock.py")
+
+
+def test_moto_sqs_queue_and_backend_methods():
+    from moto.sqs.models import Queue, SQSBackend
+
+    assert parameters(Queue.add_message)[:2] == ["self", "message"], broken(
+        "moto", "Queue.add_message(self, message)", "helpers/fifo_dedup.py")
+    assert parameters(SQSBackend.receive_message)[:2] == ["self", "queue_name"], broken(
+        "moto", "SQSBackend.receive_message(self, queue_name, ...)", "helpers/fifo_dedup.py")
+
+
+def test_powertools_modules_import_datetime_as_dt():
+    import datetime
+
+    from helpers.powertools_clock import POWERTOOLS_MODULES
+
+    for name in POWERTOOLS_MODULES:
+        module = importlib.import_module(name)
+        assert getattr(module, "dt", None) is datetime, broken(
+            "aws-lambda-powertools", f"{name} `import datetime as dt`", "helpers/powertools_clock.py")
