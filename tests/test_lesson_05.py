@@ -129,13 +129,16 @@ def test_aba_under_concurrency_is_refused(nb, db, name, pattern):
 
 # --- the ledger's items -----------------------------------------------------
 
-def test_the_marker_is_written_with_the_debit_and_expires_in_real_time(nb, db, name):
+def test_the_marker_is_written_with_the_debit_and_expires_on_the_backends_clock(nb, db, name):
+    """Time in items: expires_at is epoch seconds from db.clock (virtual, 2030), the lifetime the sum of the hops."""
     table = db.table(name)
     wallet_id = new_wallet(nb, table, 100)
     assert nb["debit_ledger"](table, wallet_id, 10, "req-1") == "applied"
     marker = helpers.read_item(table, {"pk": wallet_id, "sk": "req#req-1"})
     assert marker["amount"] == 10
-    assert abs(marker["expires_at"] - (time.time() + nb["MARKER_LIFETIME"])) < 60
+    assert marker["expires_at"] == int(db.clock.now()) + nb["MARKER_LIFETIME"]
+    assert marker["expires_at"] > time.time() + nb["MARKER_LIFETIME"]          # the virtual clock runs ahead
+    assert nb["MARKER_LIFETIME"] == sum(nb["HOPS"].values()) >= 14 * nb["DAY"] * 3
     assert nb["debit_ledger"](table, wallet_id, 10, "req-1") == "already applied"
 
 
@@ -167,6 +170,22 @@ def test_token_replay_and_mismatch(nb, db, name):
     with pytest.raises(ClientError) as error:
         nb["debit_token"](table, wallet_id, 25, token)
     assert error.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+def test_own_token_on_the_ledger_turns_a_rebuilt_resend_into_a_mismatch(nb, db, name):
+    """The ledger rebuilds its call (expires_at from the clock): the same token a second later is a mismatch."""
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    request_id = str(uuid.uuid4())
+    LostResponses(at=[0]).install(table)
+    with pytest.raises(ReadTimeoutError):
+        nb["debit_ledger"](table, wallet_id, 10, request_id, token=request_id)
+    db.clock.advance(1)
+    with pytest.raises(ClientError) as error:
+        nb["debit_ledger"](table, wallet_id, 10, request_id, token=request_id)
+    assert error.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+    assert nb["debit_ledger"](table, wallet_id, 10, request_id) == "already applied"   # no token: the marker answers
     assert nb["read_balance"](table, wallet_id) == 90
 
 
@@ -330,3 +349,4 @@ def test_with_botocore_retrying_every_answer_ends_in_one_debit_or_a_clear_error(
         assert nb["read_balance"](table, wallet_id) == 100
         nb[pattern](table, wallet_id, 10, request_id)
     assert nb["read_balance"](table, wallet_id) == 90
+
