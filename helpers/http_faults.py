@@ -1,24 +1,30 @@
-"""Lost responses over real HTTP: the server commits, the client times out.
+"""Lost responses over real HTTP: the server commits, the client never gets the answer.
 
 `LostHttpResponses` wraps an ASGI app. For each request it matches (POST to one of
-`paths`, by default), a seeded schedule decides whether the response is lost:
+`paths`, by default), a seeded schedule decides whether the response is lost. A lost
+response's work runs to the end -- the debit made, the record saved -- and then its
+answer is lost in one of two ways (`how`):
 
-* not lost: the app answers as usual;
-* lost: the app runs to the end -- the work is done, the record saved -- and its
-  answer is **held**. The server sends nothing until the client has given up: its
-  read timeout fires, it closes the connection, and uvicorn reports the disconnect.
-  Then the held answer is dropped. The client saw a timeout; the server committed.
+* ``"hold"``: the answer is **held**. The server sends nothing until the client has
+  given up: its read timeout fires, it closes the connection, uvicorn reports the
+  disconnect, and the held answer is dropped. The client saw a timeout (requests'
+  ``ReadTimeout``), after waiting its whole read timeout in real seconds.
+* ``"close"``: the server **closes the connection** without a byte of the answer, as a
+  crashed server or a dropped connection would. The client learns at once that no answer
+  is coming (requests: ``ConnectionError``, "Remote end closed connection without
+  response"; httpx: ``RemoteProtocolError``). Nothing waits, so a client's timeouts can
+  be generous: no answer that *is* coming is ever given up on.
 
 No race decides the outcome: a lost response is never sent, however long the client
-waits, so the client times out every time (its timeout only decides *when*). A client
-with no timeout at all would wait forever; after `hold_limit_seconds` the answer is
-sent late instead, and counted in `delivered_late`. The one thing a schedule cannot
-rule out is an answer that is *not* lost but slower than the client's timeout:
-`slowest_seconds` is the longest any matching request took to be answered, so a
-notebook can check that it stayed well under its clients' read timeout.
+waits, so the client fails every time (its timeout only decides *when*, in "hold"). A
+client with no timeout at all would wait forever for a held answer; after
+`hold_limit_seconds` it is sent late instead, and counted in `delivered_late`. The one
+thing a schedule cannot rule out is an answer that is *not* lost but slower than the
+client's timeout: `slowest_seconds` is the longest any matching request took to be
+answered, so a notebook can check that it stayed well under its clients' read timeout.
 
-`settle()` waits until the server has seen every client of a held answer give up
-(`dropped` is counted then, a moment after the client's timeout fired).
+`settle()` waits until the server has seen every client of a lost answer go (`dropped` is
+counted then; in "hold", a moment after the client's timeout fired).
 
 The schedule counts matching requests in the order they arrive (0, 1, 2, ...),
 retries included, like `helpers.faults.LostResponses` does for DynamoDB writes.
@@ -40,10 +46,14 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 class LostHttpResponses:
     """Which HTTP responses get lost, and an ASGI wrapper that loses them.
 
-    >>> LostHttpResponses(at=[1]).decide_many(3)
+    >>> LostHttpResponses(at=[1]).decide_many(3)           # the 2nd response is lost
     [False, True, False]
-    >>> LostHttpResponses(p=0.5, seed=1).decide_many(6)
+    >>> LostHttpResponses(p=0.5, seed=1).decide_many(6)    # seeded: the same on every run
     [True, False, False, True, True, True]
+    >>> LostHttpResponses(how="close").reset(at=[0], how="hold").how   # one schedule held...
+    'hold'
+    >>> LostHttpResponses(how="close").reset(at=[0]).how               # ...then the usual way
+    'close'
     """
 
     def __init__(
@@ -54,8 +64,10 @@ class LostHttpResponses:
         at: Iterable[int] = (),
         methods: Iterable[str] = ("POST",),
         paths: Iterable[str] | None = None,
+        how: str = "hold",
         hold_limit_seconds: float = 30.0,
     ) -> None:
+        self.default_how = _checked_how(how)
         self.methods = frozenset(m.upper() for m in methods)
         self.paths = None if paths is None else frozenset(paths)
         if not hold_limit_seconds > 0:
@@ -66,11 +78,14 @@ class LostHttpResponses:
         self._holding = 0
         self.reset(p=p, seed=seed, at=at)
 
-    def reset(self, *, p: float = 0.0, seed: int = 0, at: Iterable[int] = ()) -> "LostHttpResponses":
-        """Start a new schedule (counts back to zero); returns self."""
+    def reset(self, *, p: float = 0.0, seed: int = 0, at: Iterable[int] = (),
+              how: str | None = None) -> "LostHttpResponses":
+        """Start a new schedule (counts back to zero); `how` for this schedule only (None: the default). Self."""
         if not 0.0 <= p < 1.0:
             raise ValueError(f"p is a probability below 1 (a response must get through eventually), got {p!r}")
+        how = self.default_how if how is None else _checked_how(how)
         with self._lock:
+            self.how = how
             self.p = p
             self.at = frozenset(at)
             self._rng = random.Random(seed)
@@ -134,9 +149,16 @@ class LostHttpResponses:
 
             with self._lock:
                 self._holding += 1
+                how = self.how
             try:
                 await app(scope, receive, hold)         # the work runs to the end: committed
                 self._took(started)
+                if how == "close":
+                    _transport_of(send).close()           # not a byte of the answer: the client sees EOF
+                    await _client_gone(receive)           # uvicorn has marked the connection gone
+                    with self._lock:
+                        self.dropped += 1
+                    return
                 try:
                     await asyncio.wait_for(_client_gone(receive), self.hold_limit_seconds)
                 except asyncio.TimeoutError:
@@ -154,6 +176,20 @@ class LostHttpResponses:
 
         lossy.__wrapped__ = app  # type: ignore[attr-defined]
         return lossy
+
+
+def _checked_how(how: str) -> str:
+    if how not in ("hold", "close"):
+        raise ValueError(f'how is "hold" (until the client gives up) or "close" (the connection), got {how!r}')
+    return how
+
+
+def _transport_of(send: Send) -> Any:
+    """The connection's asyncio transport behind uvicorn's `send` (a method of its request-response cycle)."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if transport is None:
+        raise RuntimeError('how="close" needs the app served by uvicorn (helpers.http_server.serve)')
+    return transport
 
 
 async def _client_gone(receive: Receive) -> None:

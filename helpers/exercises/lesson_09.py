@@ -6,7 +6,8 @@ a 409 or a 503, raises on any other 4xx, and returns the 201's JSON body. The ch
 runs it against the notebook's own server (its `LostHttpResponses` schedule, its wallets
 table and its payment provider):
 
-1. seeded schedules that lose the first response and, with probability 0.5, later ones:
+1. seeded schedules that lose the first response and, with probability 0.5, later ones
+   (the server commits, then closes the connection without an answer, so nothing waits):
    exactly one debit and one charge, and the charge's body returned;
 2. DynamoDB cancelling the first debit (`TransactionConflict`: the server answers 503):
    the client resends and the payment is made once;
@@ -39,9 +40,13 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
     def debits() -> int:
         return (OPENED_WITH - read_balance(wallets, WALLET)) // AMOUNT
 
-    def shown(result: Any) -> str:
+    def described(result: Any, charges_before: int) -> str:
+        """What the client answered, the same on every run (a charge's body by its place, not its id)."""
         if isinstance(result, Exception):
             return f"{type(result).__name__}"
+        made = [c.charge_id for c in provider.made[charges_before:]]
+        if isinstance(result, dict) and result.get("id") in made:
+            return f"the body of charge {made.index(result['id']) + 1} of the {len(made)} it made"
         return repr(result) if len(repr(result)) <= 80 else repr(result)[:77] + "..."
 
     def paid_once(result: Any, charges_before: int) -> bool:
@@ -53,7 +58,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         for seed in range(schedules):
             open_wallet(wallets, WALLET, OPENED_WITH)
             before = provider.charges
-            faults.reset(p=0.5, seed=seed, at=[0])
+            faults.reset(p=0.5, seed=seed, at=[0], how="close")
             try:
                 result = answer(lambda: pay(url, payment(), API_KEY))
                 lost, sent = list(faults.lost), faults.sent
@@ -63,8 +68,8 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
                 raise Counterexample(
                     f"one payment of {AMOUNT}, responses of requests {lost} lost (seed {seed}; {sent} requests "
                     f"sent): the wallet was debited {debits()} times and the provider charged "
-                    f"{provider.charges - before} times, your client answered {shown(result)}; expected one debit, "
-                    f"one charge and the 201's body.")
+                    f"{provider.charges - before} times, your client answered {described(result, before)}; "
+                    f"expected one debit, one charge and the 201's body.")
 
     def conflict() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
@@ -79,7 +84,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
             raise Counterexample(
                 f"DynamoDB cancelled the first debit (TransactionConflict) and the server answered 503 with "
                 f"Retry-After: the wallet was debited {debits()} times after {faults.sent} requests, your client "
-                f"answered {shown(result)}; expected it to resend and the payment made once.")
+                f"answered {described(result, before)}; expected it to resend and the payment made once.")
 
     def refused() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
@@ -89,7 +94,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         if not isinstance(result, Exception) or faults.sent != 1 or provider.charges != before:
             raise Counterexample(
                 f"a payment of 0 is refused with a 400 (nothing to retry): your client sent {faults.sent} requests "
-                f"and answered {shown(result)}; expected one request and an exception.")
+                f"and answered {described(result, before)}; expected one request and an exception.")
 
     return verdict(
         [lost_responses, conflict, refused],

@@ -1,0 +1,412 @@
+"""Notebook 09's own endpoint over real HTTP: every status of its Idempotency-Key contract, 32 concurrent
+duplicates, bad input refused with nothing written, DynamoDB's failure answers, lost responses, and the
+exercise checker -- all through the notebook's `imports` and `lesson` cells (tests/notebook_code.py), served
+by uvicorn on 127.0.0.1 as in the notebook."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+import helpers
+from helpers.concurrency import race
+from helpers.dynamodb_errors import CONFLICT, KINDS, DynamoDBErrors
+from helpers.exercises import check_retrying_client
+from helpers.payment_provider import PaymentProvider
+from notebook_code import cells, lesson
+
+NB = "09_over_http.ipynb"
+SOLUTION = "solutions/09_over_http_solution.ipynb"
+OPENED_WITH = 1000
+_keys = (f"t09-{n}" for n in itertools.count())
+
+
+@pytest.fixture(scope="module")
+def nb():
+    namespace = lesson(NB)
+    yield namespace
+    namespace["server"].stop()
+
+
+@pytest.fixture
+def fresh(nb):
+    """A new provider, Alice's and Bob's wallets at 1000, no response lost: the notebook's namespace."""
+    nb["provider"] = PaymentProvider(nb["db"].clock)
+    nb["lost"].reset()
+    for wallet in ("alice", "bob"):
+        helpers.open_wallet(nb["wallets"], wallet, OPENED_WITH)
+    return nb
+
+
+def post(nb, headers, body, path="/payments", timeout=None):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return requests.post(nb["server"].url + path, data=data, headers=headers, timeout=timeout or nb["TIMEOUT"])
+
+
+def headers(nb, key=None, api_key="sk_test_alice"):
+    return nb["headers_for"](api_key, key=key)
+
+
+def debits(nb, wallet="alice"):
+    return (OPENED_WITH - helpers.read_balance(nb["wallets"], wallet)) // 10
+
+
+def record(nb, account, key):
+    return helpers.read_item(nb["records"], {"pk": f"{account}#{key}"})
+
+
+def debit_markers(nb):
+    items = nb["wallets"].scan(ConsistentRead=True)["Items"]
+    return sorted(item["pk"] for item in items if item["pk"].startswith("debit#"))
+
+
+def tables(nb):
+    """Every item of both tables, read back (strongly consistent): what a request wrote shows up here."""
+    return {name: sorted(nb[name].scan(ConsistentRead=True)["Items"], key=lambda item: item["pk"])
+            for name in ("records", "wallets")}
+
+
+# --- every status of the contract, table-driven ---------------------------------------------------------------
+
+PAYMENT = {"wallet": "alice", "amount": 10}
+
+
+CONTRACT = [
+    # (case, a request sent first with the same key or None, the request: (api key, body), status, error code)
+    ("new key: the work runs", None, ("sk_test_alice", PAYMENT), 201, None),
+    ("same key, same payment: the replay", ("sk_test_alice", PAYMENT), ("sk_test_alice", PAYMENT), 201, None),
+    ("same key, another amount", ("sk_test_alice", PAYMENT), ("sk_test_alice", {"wallet": "alice", "amount": 99}),
+     422, "idempotency_key_reused"),
+    ("same key, another wallet", ("sk_test_alice", PAYMENT), ("sk_test_alice", {"wallet": "bob", "amount": 10}),
+     422, "idempotency_key_reused"),
+    ("Bob, Alice's key: his own payment", ("sk_test_alice", PAYMENT), ("sk_test_bob", {"wallet": "bob", "amount": 10}),
+     201, None),
+    ("no such wallet", None, ("sk_test_alice", {"wallet": "nobody", "amount": 10}), 404, "wallet_not_found"),
+]
+
+
+@pytest.mark.parametrize("case, earlier, request_, status, error", CONTRACT, ids=[c[0] for c in CONTRACT])
+def test_every_status_of_the_contract(fresh, case, earlier, request_, status, error):
+    nb, key = fresh, next(_keys)
+    first = post(nb, headers(nb, key, earlier[0]), earlier[1]) if earlier else None
+    if first is not None:
+        assert first.status_code == 201, first.text
+    api_key, body = request_
+    answer = post(nb, headers(nb, key, api_key), body)
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/json"
+    if error is not None:
+        assert answer.json()["error"] == error and answer.json()["detail"]
+    replayed = answer.headers.get("idempotent-replayed")
+    if case.startswith("same key, same payment"):
+        assert replayed == "true"
+        assert answer.content == first.content                             # byte-identical body
+        assert dict(answer.headers) == {**first.headers, "idempotent-replayed": "true"}
+    else:
+        assert replayed is None
+    if case.startswith("Bob"):
+        assert answer.json()["id"] != first.json()["id"]                    # scoped per caller: two payments
+        assert (debits(nb, "alice"), debits(nb, "bob"), nb["provider"].charges) == (1, 1, 2)
+        assert record(nb, "acct_alice", key)["status"] == record(nb, "acct_bob", key)["status"] == "COMPLETED"
+    elif status in (201, 422):
+        assert (debits(nb), nb["provider"].charges) == (1, 1)               # the first payment, once
+    else:
+        assert (debits(nb), nb["provider"].charges) == (0, 0)
+        assert record(nb, "acct_alice", key) is None                        # a 404 releases its claim
+
+
+def test_a_key_still_in_progress_is_409_and_nothing_runs(fresh):
+    nb, key = fresh, next(_keys)
+    assert nb["claim"](f"acct_alice#{key}", PAYMENT, "another-attempt") is None     # its lease is still running
+    answer = post(nb, headers(nb, key), PAYMENT)
+    assert (answer.status_code, answer.json()["error"]) == (409, "request_in_progress")
+    assert (debits(nb), nb["provider"].charges) == (0, 0)
+    assert record(nb, "acct_alice", key)["lease_token"] == "another-attempt"
+
+
+def test_an_expired_lease_is_taken_over_and_the_payment_made_once(fresh):
+    nb, key = fresh, next(_keys)
+    nb["claim"](f"acct_alice#{key}", PAYMENT, "crashed-attempt")
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+    answer = post(nb, headers(nb, key), PAYMENT)
+    assert answer.status_code == 201 and "idempotent-replayed" not in answer.headers
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+@pytest.mark.parametrize("length, status", [(10, 201), (255, 201), (256, 400), (1000, 400)])
+def test_keys_are_at_most_255_characters(fresh, length, status):
+    nb, before = fresh, tables(fresh)
+    key = next(_keys)
+    answer = post(nb, headers(nb, key + "k" * (length - len(key))), PAYMENT)
+    assert answer.status_code == status, answer.text
+    if status == 400:
+        assert answer.json()["error"] == "idempotency_key_invalid" and f"{length} characters" in answer.json()["detail"]
+        assert tables(nb) == before
+    else:
+        assert (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+def test_the_replay_survives_a_lost_response_byte_for_byte(fresh):
+    """A closed connection after the commit: the resend gets exactly the 201 the client never saw."""
+    nb, key = fresh, next(_keys)
+    nb["lost"].reset(at=[0], how="close")
+    with pytest.raises(requests.ConnectionError):
+        post(nb, headers(nb, key), PAYMENT)
+    nb["lost"].settle()
+    assert (debits(nb), nb["provider"].charges, nb["lost"].dropped) == (1, 1, 1)
+    saved = record(nb, "acct_alice", key)
+    again = post(nb, headers(nb, key), PAYMENT)
+    assert again.status_code == 201 and again.headers["idempotent-replayed"] == "true"
+    assert again.content == saved["response_body"].value
+    assert again.json()["id"] == nb["provider"].made[-1].charge_id
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+def test_a_held_response_times_out_the_client_and_the_work_is_done(fresh):
+    nb, key = fresh, next(_keys)
+    nb["lost"].reset(at=[0], how="hold")
+    with pytest.raises(requests.ReadTimeout):
+        post(nb, headers(nb, key), PAYMENT, timeout=(2.0, nb["READ_TIMEOUT"]))
+    nb["lost"].settle()
+    assert (debits(nb), nb["provider"].charges, nb["lost"].dropped, nb["lost"].delivered_late) == (1, 1, 1, 0)
+    assert post(nb, headers(nb, key), PAYMENT).headers["idempotent-replayed"] == "true"
+
+
+# --- 32 at once -------------------------------------------------------------------------------------------------
+
+def test_32_concurrent_posts_with_one_key_run_the_work_once(fresh):
+    nb, key = fresh, next(_keys)
+    markers = debit_markers(nb)
+    session_headers = headers(nb, key)
+    burst = race(lambda i: post(nb, session_headers, PAYMENT), threads=32)
+    assert not [r for r in burst if isinstance(r, Exception)], burst
+    fresh_201s = [r for r in burst if r.status_code == 201 and "idempotent-replayed" not in r.headers]
+    assert len(fresh_201s) == 1
+    for answer in burst:
+        if answer is fresh_201s[0]:
+            continue
+        assert answer.status_code in (201, 409), answer.text
+        if answer.status_code == 201:
+            assert answer.headers["idempotent-replayed"] == "true" and answer.content == fresh_201s[0].content
+        else:
+            assert answer.json()["error"] == "request_in_progress"
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+    assert set(debit_markers(nb)) - set(markers) == {f"debit#acct_alice#{key}"}
+
+
+# --- bad input: a 4xx naming the problem, and nothing written -------------------------------------------------
+
+BAD = [
+    # (case, headers: key / api key / raw header dict, body, status, error, words the detail must contain)
+    ("no Idempotency-Key", {"key": None}, PAYMENT, 400, "idempotency_key_missing", "Idempotency-Key"),
+    ("empty key", {"key": ""}, PAYMENT, 400, "idempotency_key_invalid", "empty"),
+    ("over-long key", {"key": "k" * 256}, PAYMENT, 400, "idempotency_key_invalid", "256 characters"),
+    ("non-ASCII key", {"key": "clé".encode().decode("latin-1")}, PAYMENT, 400, "idempotency_key_invalid",
+     "printable ASCII"),
+    ("no API key", {"raw": {"Idempotency-Key": "k-1"}}, PAYMENT, 401, "unauthorized", "API key"),
+    ("unknown API key", {"api_key": "sk_test_mallory"}, PAYMENT, 401, "unauthorized", "API key"),
+    ("malformed JSON", {}, b'{"wallet": "alice"', 400, "malformed_json", "not valid JSON"),
+    ("not UTF-8", {}, b'{"wallet": "\xff", "amount": 10}', 400, "malformed_json", "not valid JSON"),
+    ("empty body", {}, b"", 400, "malformed_json", "not valid JSON"),
+    ("a JSON list", {}, [PAYMENT], 400, "invalid_payment", "JSON object"),
+    ("amount missing", {}, {"wallet": "alice"}, 400, "invalid_payment", "'amount' is missing"),
+    ("wallet missing", {}, {"amount": 10}, 400, "invalid_payment", "'wallet' is missing"),
+    ("amount as a string", {}, {"wallet": "alice", "amount": "10"}, 400, "invalid_payment", "amount"),
+    ("amount as a float", {}, {"wallet": "alice", "amount": 10.5}, 400, "invalid_payment", "float"),
+    ("amount true", {}, {"wallet": "alice", "amount": True}, 400, "invalid_payment", "amount"),
+    ("amount null", {}, {"wallet": "alice", "amount": None}, 400, "invalid_payment", "amount"),
+    ("amount zero", {}, {"wallet": "alice", "amount": 0}, 400, "invalid_payment", "positive"),
+    ("amount negative", {}, {"wallet": "alice", "amount": -10}, 400, "invalid_payment", "positive"),
+    ("amount of 40 digits", {}, {"wallet": "alice", "amount": 10**40}, 400, "invalid_payment", "digits"),
+    ("wallet as a number", {}, {"wallet": 7, "amount": 10}, 400, "invalid_payment", "wallet"),
+    ("wallet empty", {}, {"wallet": "", "amount": 10}, 400, "invalid_payment", "wallet"),
+    ("wallet too long", {}, {"wallet": "w" * 65, "amount": 10}, 400, "invalid_payment", "65 characters"),
+    ("an extra field", {}, {**PAYMENT, "currency": "eur"}, 400, "invalid_payment", "'currency'"),
+    ("body over 1 KB", {}, {**PAYMENT, "note": "x" * 1100}, 413, "body_too_large", "bytes"),
+]
+
+
+@pytest.mark.parametrize("case, how, body, status, error, words", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_refused_naming_the_problem_and_writes_nothing(fresh, case, how, body, status, error, words):
+    nb, before = fresh, tables(fresh)
+    if "raw" in how:
+        request_headers = how["raw"]
+    else:
+        request_headers = headers(nb, how.get("key", next(_keys)), how.get("api_key", "sk_test_alice"))
+    answer = post(nb, request_headers, body)
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/json"
+    assert set(answer.json()) == {"error", "detail"} and answer.json()["error"] == error
+    assert words in answer.json()["detail"], answer.json()["detail"]
+    # read the tables back: no record, no debit marker, both wallets untouched; the provider never called
+    assert tables(nb) == before
+    assert (debits(nb, "alice"), debits(nb, "bob"), nb["provider"].calls, nb["provider"].charges) == (0, 0, 0, 0)
+
+
+def test_the_endpoint_without_a_key_refuses_bad_input_too(fresh):
+    nb, before = fresh, tables(fresh)
+    answer = post(nb, headers(nb), {"wallet": "alice", "amount": "10"}, path="/v0/payments")
+    assert (answer.status_code, answer.json()["error"]) == (400, "invalid_payment")
+    assert tables(nb) == before and nb["provider"].calls == 0
+
+
+# --- DynamoDB's failure answers behind the endpoint ----------------------------------------------------------
+
+@pytest.mark.parametrize("n, step", [(0, "claim"), (1, "debit"), (2, "completion")])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fresh, kind, n, step):
+    nb, key = fresh, next(_keys)
+    errors = DynamoDBErrors(at={n: kind}).install(nb["records"])
+    errors.install(nb["wallets"])
+    try:
+        first = post(nb, headers(nb, key), PAYMENT)
+    finally:
+        errors.uninstall()
+    assert errors.answered, "nothing was injected"
+    if first.status_code == 201:
+        assert (debits(nb), nb["provider"].charges) == (1, 1)     # botocore's own resend got through, once
+    else:
+        assert (first.status_code, first.headers["retry-after"]) == (503, "1")
+        assert first.json() == {"error": "try_again", "detail": first.json()["detail"]}
+        assert record(nb, "acct_alice", key) is None              # the claim released: the resend starts over
+    again = post(nb, headers(nb, key), PAYMENT)
+    assert again.status_code == 201
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+    if first.status_code == 201:
+        assert again.content == first.content and again.headers["idempotent-replayed"] == "true"
+
+
+def test_a_conflict_on_the_debit_is_a_503_with_nothing_debited(fresh):
+    nb, key = fresh, next(_keys)
+    markers = debit_markers(nb)
+    errors = DynamoDBErrors(at={1: CONFLICT}).install(nb["records"])
+    errors.install(nb["wallets"])
+    try:
+        first = post(nb, headers(nb, key), PAYMENT)
+    finally:
+        errors.uninstall()
+    assert first.status_code == 503 and first.json()["detail"] == "TransactionCanceledException"
+    assert (debits(nb), nb["provider"].charges, debit_markers(nb)) == (0, 0, markers)
+    assert record(nb, "acct_alice", key) is None
+
+
+# --- the clients: what their retries do -------------------------------------------------------------------------
+
+def session_with(retry):
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    return session
+
+
+def test_urllib3_does_not_resend_a_post_by_default_and_does_when_told(fresh):
+    nb = fresh
+    assert "POST" not in Retry.DEFAULT_ALLOWED_METHODS
+    post_too = Retry.DEFAULT_ALLOWED_METHODS | {"POST"}
+    for retry, path, key, sent, charges in [
+        (Retry(total=3), "/payments", next(_keys), 1, 1),
+        (Retry(total=3, allowed_methods=post_too), "/v0/payments", None, 2, 2),      # the double charge
+        (Retry(total=3, allowed_methods=post_too), "/payments", next(_keys), 2, 1),  # the key: once
+    ]:
+        nb["lost"].reset(at=[0], how="close")
+        before = nb["provider"].charges
+        try:
+            session_with(retry).post(nb["server"].url + path, json=PAYMENT, headers=headers(nb, key),
+                                          timeout=nb["TIMEOUT"])
+        except requests.ConnectionError:
+            pass
+        nb["lost"].settle()
+        assert (nb["lost"].sent, nb["provider"].charges - before) == (sent, charges), (retry, path)
+
+
+def test_tenacity_with_the_key_made_inside_charges_twice_and_made_once_charges_once(fresh):
+    nb = fresh
+    for pay, charges in [(nb["pay_key_inside"], 2), (nb["pay_key_once"], 1)]:
+        nb["lost"].reset(at=[0], how="close")
+        before = nb["provider"].charges
+        assert pay(PAYMENT).status_code == 201
+        assert nb["provider"].charges - before == charges
+
+
+# --- the exercise -------------------------------------------------------------------------------------------
+
+def check(nb, pay):
+    return check_retrying_client(pay, url=nb["server"].url, faults=nb["lost"], wallets=nb["wallets"],
+                                 provider=nb["provider"])
+
+
+def with_cell(nb, notebook, tag):
+    exec(cells(notebook, tag)[0], nb)
+    return nb["my_pay"]
+
+
+def test_the_checker_passes_the_solution(fresh):
+    verdict = check(fresh, with_cell(fresh, SOLUTION, "lesson"))
+    assert verdict.passed, verdict
+
+
+def test_the_checker_fails_the_starter_with_a_counterexample(fresh):
+    verdict = check(fresh, with_cell(fresh, NB, "exercise"))
+    assert not verdict.passed and str(verdict).startswith("NOT YET: ")
+    assert "debited 2 times" in verdict.message and "charge 2 of the 2" in verdict.message
+
+
+def test_the_checker_fails_a_client_that_gives_up_on_a_503(fresh):
+    nb = fresh
+
+    def no_retry_on_503(url, payment, api_key):
+        key = str(nb["keys"]())
+        for _ in range(6):
+            try:
+                response = requests.post(url + "/payments", json=payment, timeout=nb["TIMEOUT"],
+                                         headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": key})
+            except requests.RequestException:
+                continue
+            response.raise_for_status()
+            return response.json()
+        raise RuntimeError("gave up")
+
+    verdict = check(nb, no_retry_on_503)
+    assert not verdict.passed and "TransactionConflict" in verdict.message
+
+
+def test_the_checker_fails_a_client_that_resends_a_400(fresh):
+    nb = fresh
+
+    def resends_everything(url, payment, api_key):
+        key = str(nb["keys"]())
+        for _ in range(3):
+            try:
+                response = requests.post(url + "/payments", json=payment, timeout=nb["TIMEOUT"],
+                                         headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": key})
+            except requests.RequestException:
+                continue
+            if response.status_code == 201:
+                return response.json()
+        raise RuntimeError("gave up")
+
+    verdict = check(nb, resends_everything)
+    assert not verdict.passed and "refused with a 400" in verdict.message
+
+
+def test_the_checker_reports_a_client_that_raises(fresh):
+    def broken(url, payment, api_key):
+        raise RuntimeError("boom")
+
+    verdict = check(fresh, broken)
+    assert not verdict.passed and "RuntimeError" in verdict.message
+
+
+# --- the handler without HTTP: the same bytes ---------------------------------------------------------------
+
+def test_handle_called_directly_answers_what_the_wire_carries(fresh):
+    nb, key = fresh, next(_keys)
+    direct = nb["handle"]({"authorization": "Bearer sk_test_alice", "idempotency-key": key},
+                          json.dumps(PAYMENT).encode())
+    wire = post(nb, headers(nb, key), PAYMENT)
+    assert direct.status_code == wire.status_code == 201
+    assert wire.headers["idempotent-replayed"] == "true" and wire.content == direct.body
