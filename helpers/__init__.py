@@ -28,6 +28,8 @@ Each module has one job; open the one a notebook names:
     call_counter    round trips and writes per operation
     http_server     serve(): an ASGI app on uvicorn, 127.0.0.1, a free port, from the kernel
     http_faults     LostHttpResponses: the server commits, the HTTP client times out
+    postgres        postgres(): an embedded PostgreSQL (pgserver), or the one $RETRY_POSTGRES_URL names
+    lessons         load_lesson(): another notebook's own imports and lesson cells, run here
     charts, notebook  display settings and small chart functions
 """
 

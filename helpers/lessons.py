@@ -1,0 +1,97 @@
+"""Load another notebook's own code -- its `imports` and `lesson` cells -- into a namespace.
+
+Notebook 10 runs notebook 06's DynamoDB handler beside its Postgres one. It does not copy
+06's code: it reads 06's cells from the .ipynb when it runs, so what runs is exactly what 06
+teaches today (and a fix made in 06 shows up here too).
+
+    lesson_06 = load_lesson("06_saved_responses.ipynb")
+    lesson_06["pay"]            # 06's handler, working on 06's tables in this kernel's backend
+
+`call_with(function, **arguments)` calls a loaded function by its parameter names, so a
+caller does not depend on their order (06 may take a caller scope or not).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import matplotlib
+import nbformat
+import pandas as pd
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+TAGS = ("imports", "lesson")
+DISPLAY_OPTIONS = ("display.width", "display.max_columns", "display.max_colwidth", "display.max_rows")
+
+
+class LessonNotFound(FileNotFoundError):
+    """No such notebook, or it has no cells tagged `imports` / `lesson`."""
+
+
+def lesson_cells(notebook: str, tag: str) -> list[str]:
+    """The source of `notebook`'s code cells tagged `tag`, in order."""
+    if not isinstance(notebook, str) or not notebook.endswith(".ipynb") or not (NOTEBOOKS / notebook).is_file():
+        raise LessonNotFound(f"no notebook {notebook!r} in notebooks/")
+    nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
+    return [c.source for c in nb.cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]
+
+
+@contextlib.contextmanager
+def display_settings_kept() -> Iterator[None]:
+    """Restore pandas' display options and matplotlib's rcParams as they were on entry."""
+    options = {name: pd.get_option(name) for name in DISPLAY_OPTIONS}
+    try:
+        with matplotlib.rc_context():
+            yield
+    finally:
+        for name, value in options.items():
+            pd.set_option(name, value)
+
+
+def load_lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
+    """`notebook`'s namespace after running its `imports` cells, then `globals_`, then its `lesson` cells.
+
+    Anything those cells print is swallowed: the loading notebook prints what it means to. The
+    loaded notebook's display settings (its `helpers.setup()`, its pandas options, matplotlib's
+    rcParams) are undone afterwards, so the loading notebook's tables keep the width it chose.
+    """
+    namespace: dict[str, Any] = {"__name__": f"lesson:{notebook}"}
+    imports, lessons = lesson_cells(notebook, "imports"), lesson_cells(notebook, "lesson")
+    if not lessons:
+        raise LessonNotFound(f"{notebook} has no cells tagged 'lesson'")
+    with contextlib.redirect_stdout(io.StringIO()), display_settings_kept():
+        for source in imports:
+            exec(compile(source, f"{notebook}[imports]", "exec"), namespace)
+        namespace.update(globals_)
+        for source in lessons:
+            exec(compile(source, f"{notebook}[lesson]", "exec"), namespace)
+    return namespace
+
+
+ALIASES = {
+    "user_id": ("user_id", "user", "caller", "account", "scope", "tenant"),
+    "key": ("key", "idempotency_key"),
+}
+
+
+def call_with(function: Callable[..., Any], **arguments: Any) -> Any:
+    """Call `function` with the `arguments` its signature names (by name or by a known alias).
+
+    An argument the function does not take is left out; a parameter it needs that none of the
+    arguments fills raises TypeError naming it.
+    """
+    bound: dict[str, Any] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        given = next((a for a, aliases in ALIASES.items() if name in aliases and a in arguments), None)
+        given = given or (name if name in arguments else None)
+        if given is not None:
+            bound[name] = arguments[given]
+        elif parameter.default is parameter.empty:
+            raise TypeError(f"{function.__name__}() needs {name!r}, which the caller does not give")
+    return function(**bound)
