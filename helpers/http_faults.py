@@ -36,7 +36,8 @@ import asyncio
 import random
 import threading
 import time
-from typing import Any, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -79,7 +80,7 @@ class LostHttpResponses:
         self.reset(p=p, seed=seed, at=at)
 
     def reset(self, *, p: float = 0.0, seed: int = 0, at: Iterable[int] = (),
-              how: str | None = None) -> "LostHttpResponses":
+              how: str | None = None) -> LostHttpResponses:
         """Start a new schedule (counts back to zero); `how` for this schedule only (None: the default). Self."""
         if not 0.0 <= p < 1.0:
             raise ValueError(f"p is a probability below 1 (a response must get through eventually), got {p!r}")
@@ -96,7 +97,7 @@ class LostHttpResponses:
             self.slowest_seconds = 0.0        # the longest a matching request took to be answered (or held)
         return self
 
-    def settle(self, timeout: float = 10.0) -> "LostHttpResponses":
+    def settle(self, timeout: float = 10.0) -> LostHttpResponses:
         """Wait until no answer is held any more (the server has seen every client give up); returns self."""
         with self._settled:
             if not self._settled.wait_for(lambda: self._holding == 0, timeout):
@@ -161,7 +162,7 @@ class LostHttpResponses:
                     return
                 try:
                     await asyncio.wait_for(_client_gone(receive), self.hold_limit_seconds)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     with self._lock:
                         self.delivered_late += 1
                     for message in held:

@@ -29,7 +29,7 @@ HOST = "127.0.0.1"
 START_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 10.0
 
-_running: dict[str, "HttpServer"] = {}
+_running: dict[str, HttpServer] = {}
 _lock = threading.Lock()
 
 
@@ -57,7 +57,7 @@ class HttpServer:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"uvicorn-{name}", daemon=True)
 
-    def start(self) -> "HttpServer":
+    def start(self) -> HttpServer:
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while not self._server.started:

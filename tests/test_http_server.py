@@ -21,6 +21,7 @@ from fastapi.responses import Response
 from helpers import http_server
 from helpers.http_faults import LostHttpResponses
 from helpers.http_server import HttpServer, serve, stop_all
+
 from notebook_code import lesson
 
 

@@ -18,6 +18,7 @@ from helpers.concurrency import race
 from helpers.dynamodb_errors import CONFLICT, KINDS, DynamoDBErrors
 from helpers.exercises import check_retrying_client
 from helpers.payment_provider import PaymentProvider
+
 from notebook_code import cells, lesson
 
 NB = "09_over_http.ipynb"

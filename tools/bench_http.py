@@ -26,8 +26,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "09_over_http.ipynb"
@@ -44,6 +45,7 @@ def child(reps: int) -> dict[str, dict[str, float]]:
 
     import helpers
     from helpers.payment_provider import PaymentProvider
+
     from notebook_code import lesson
 
     nb = lesson(NOTEBOOK)

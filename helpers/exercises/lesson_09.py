@@ -16,7 +16,8 @@ table and its payment provider):
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..dynamodb_errors import CONFLICT, DynamoDBErrors
 from ..http_faults import LostHttpResponses
