@@ -9,6 +9,7 @@ Each module has one job; open the one a notebook names:
     faults          LostResponses: the write commits, the caller times out
     dynamodb_errors DynamoDBErrors: conflicts, throttling and 500s, as DynamoDB answers them
     virtual_backoff botocore's retry backoff on the virtual clock
+    failure_answers watch_answers(): each request's answer on the wire; botocore_resends()
     clock           VirtualClock: time that only moves when told
     ids             RequestIds: seeded, uuid-shaped request IDs
     events          EventLog: rows of what happened, as a DataFrame

@@ -14,6 +14,7 @@ raises for a wrong answer, so an unsolved exercise does not stop "Run All".
     lesson_05  check_ledger_debit        a debit that remembers every request, across lost responses
     lesson_06  check_fenced_completion   a completion fenced on the lease, and safe to retry
     lesson_07  check_safe_consumer       a queue consumer that is safe under redelivery and resends
+    lesson_08  check_bounded_pay         a payment that resends what is safe to resend, and nothing else
     lesson_09  check_retrying_client     an HTTP client that pays once, however its responses are lost
     verdict    Verdict, and the steps every checker shares
     display    shown(): a checker's verdict displayed wrapped to 100 characters a line
@@ -27,11 +28,12 @@ from .lesson_04 import check_guarded_debit
 from .lesson_05 import check_ledger_debit
 from .lesson_06 import check_fenced_completion
 from .lesson_07 import check_safe_consumer
+from .lesson_08 import check_bounded_pay
 from .lesson_09 import check_retrying_client
 from .verdict import Verdict
 
 __all__ = [
     "Verdict", "check_payment_handler", "check_order_safe_update", "check_sign_up", "check_retry_safe_debit",
     "check_guarded_debit", "check_ledger_debit", "check_fenced_completion",
-    "check_safe_consumer", "check_retrying_client",
+    "check_safe_consumer", "check_bounded_pay", "check_retrying_client",
 ]

@@ -1,0 +1,170 @@
+"""Notebook 08's exercise: a payment that resends what is safe to resend, and nothing else.
+
+The reader writes `pay(table, wallet_id, amount, request_id)` on notebook 08's table (the wallet
+is ``pk=wallet_id, sk="wallet"``; markers may live beside it). It answers "applied" or
+"already applied", raises `WalletNotFound` for a wallet that does not exist, and raises every
+error it does not resend. The checker calls it with SDK retries off, so every answer reaches the
+reader's code:
+
+1. plain payments and a duplicate;
+2. a wallet that does not exist (the wallet's own condition fails): an error, nothing written;
+3. each of DynamoDB's failure answers on the first send (`helpers/dynamodb_errors.py`): a
+   TransactionConflict on either action, both throttles, a transaction in progress, a 500 with
+   and without the write applied -- the payment must go through exactly once;
+4. a conflict on every send: an error after a bounded number of sends, backing off on the
+   virtual clock, nothing written;
+5. a wallet whose balance is not a number (DynamoDB's ValidationException): raised at once;
+6. eight concurrent copies of one payment; 7. bad input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from botocore.exceptions import ClientError
+
+from ..backends import Backend, connect
+from ..concurrency import race
+from ..dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED,
+                               THROTTLING, DynamoDBErrors)
+from ..failure_answers import answer_of, watch_answers
+from ..tables import fresh_table, read_item
+from .display import shown
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, run_prefix, snapshot, verdict
+
+Pay = Callable[[Any, str, int, str], Any]
+TABLE, START, AMOUNT, COPIES = "exercise-08", 100, 10, 8
+MAX_SENDS = 10               # more sends than this for one payment is not a bounded resend
+ENDLESS = 50                 # a conflict that "never ends" lasts this many sends
+SUCCESS = ("applied", "already applied")
+
+# (kind, which action of the transaction carries the conflict, how a counterexample names the answer)
+ANSWERS = [
+    (CONFLICT, 0, "TransactionConflict on the wallet (action 0): nothing written"),
+    (CONFLICT, 1, "TransactionConflict on the marker (action 1): nothing written"),
+    (THROTTLED, -1, "ProvisionedThroughputExceededException: nothing written"),
+    (THROTTLING, -1, "ThrottlingException: nothing written"),
+    (IN_PROGRESS, -1, "TransactionInProgressException: nothing written"),
+    (ERROR_500_NOT_APPLIED, -1, "InternalServerError (500), the write not applied"),
+    (ERROR_500_APPLIED, -1, "InternalServerError (500) after the write was applied"),
+]
+
+
+def _said(result: Any) -> str:
+    """What the reader's pay did, in a few words: "raised ThrottlingException", "answered 'applied'"."""
+    if isinstance(result, ClientError):
+        code, _, reasons = answer_of(result)
+        return f"raised {code}" + (f" [{', '.join(reasons)}]" if reasons else "")
+    if isinstance(result, Exception):
+        return f"raised {raised(result)}"[:90]
+    return f"answered {result!r}"[:60]
+
+
+@shown
+def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
+    """Does `pay(table, wallet_id, amount, request_id)` pay once, whatever DynamoDB answers? A `Verdict`."""
+    db = db or connect()
+    run = run_prefix()
+    fresh_table(db, TABLE, sort_key="sk")
+    wallets = iter(range(1, 10_000))
+
+    def new_wallet(balance: Any = START) -> tuple[Any, str]:
+        table = db.table(TABLE)                          # a client of its own: SDK retries off
+        wallet_id = f"{run}-{next(wallets)}"
+        table.put_item(Item={"pk": wallet_id, "sk": "wallet", "balance": balance})
+        return table, wallet_id
+
+    def balance(table: Any, wallet_id: str) -> Any:
+        return (read_item(table, {"pk": wallet_id, "sk": "wallet"}) or {}).get("balance")
+
+    def plain() -> None:
+        table, wallet_id = new_wallet()
+        for label, request_id, amount, expected, left in [("a payment of 10", "pay-1", 10, "applied", 90),
+                                                          ("its duplicate", "pay-1", 10, "already applied", 90),
+                                                          ("a second payment of 20", "pay-2", 20, "applied", 70)]:
+            result = answer(lambda: pay(table, wallet_id, amount, request_id))
+            if result != expected or balance(table, wallet_id) != left:
+                raise Counterexample(f"{label} from a wallet of {START} (no failure answers): expected {expected!r} "
+                                     f"and balance {left}; your pay {_said(result)} and left "
+                                     f"{balance(table, wallet_id)}.")
+
+    def missing_wallet() -> None:
+        table, _ = new_wallet()
+        before = snapshot(table)
+        result = answer(lambda: pay(table, f"{run}-nobody", AMOUNT, "pay-1"))
+        wrote = snapshot(table) != before
+        if not isinstance(result, LookupError) or wrote:
+            said = _said(result) + (" and wrote to the table" if wrote else "")
+            lost = " -- a payment reported done that never happened" if result in SUCCESS else ""
+            raise Counterexample(
+                "a payment from a wallet that does not exist: DynamoDB cancels the transaction with "
+                "CancellationReasons [ConditionalCheckFailed, None] -- the wallet's condition, not the marker's. "
+                f"Expected WalletNotFound and nothing written; your pay {said}{lost}.")
+
+    def failure_answers() -> None:
+        for kind, item, described in ANSWERS:
+            table, wallet_id = new_wallet()
+            DynamoDBErrors(at={0: kind}, conflict_item=item).install(table)
+            wire = watch_answers(table, db.clock)
+            result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
+            left = balance(table, wallet_id)
+            if result not in SUCCESS or left != START - AMOUNT:
+                lost = " -- a payment lost" if result in SUCCESS and left == START else ""
+                raise Counterexample(
+                    f"one payment of {AMOUNT} from {START}. DynamoDB answered your first send with {described}; "
+                    f"sending it again is safe (the marker refuses a second debit). Expected 'applied' or "
+                    f"'already applied' and balance {START - AMOUNT}; your pay {_said(result)} after "
+                    f"{wire.sends} send(s) and left {left}{lost}.")
+
+    def endless_conflict() -> None:
+        table, wallet_id = new_wallet()
+        DynamoDBErrors(at={n: CONFLICT for n in range(ENDLESS)}, conflict_item=0).install(table)
+        wire = watch_answers(table, db.clock)
+        result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
+        times = [a.t for a in wire.answers]
+        story = f"every send cancelled with TransactionConflict on the wallet (the first {ENDLESS} sends)"
+        if wire.sends > MAX_SENDS:
+            raise Counterexample(f"{story}: your pay sent the payment {wire.sends} times; bound the resends (a few "
+                                 f"sends, at most {MAX_SENDS}), then raise.")
+        if not isinstance(result, Exception):
+            raise Counterexample(f"{story}: expected an error after a bounded number of sends, nothing written; "
+                                 f"your pay {_said(result)} after {wire.sends} sends, balance "
+                                 f"{balance(table, wallet_id)}.")
+        if wire.sends > 1 and len(set(times)) == 1:
+            raise Counterexample(f"{story}: your pay resent {wire.sends - 1} time(s) at the same virtual instant; back "
+                                 "off between sends (db.clock.advance).")
+        if balance(table, wallet_id) != START:
+            raise Counterexample(f"{story}: nothing should be written; your pay left {balance(table, wallet_id)}.")
+
+    def not_a_number() -> None:
+        table, wallet_id = new_wallet(balance="100")
+        before = snapshot(table)
+        wire = watch_answers(table, db.clock)
+        result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
+        if result in SUCCESS or not isinstance(result, Exception) or snapshot(table) != before:
+            raise Counterexample("a wallet whose balance is the string '100': DynamoDB refuses the update "
+                                 "(ValidationException). Expected an error and nothing written; your pay "
+                                 f"{_said(result)}.")
+        if wire.sends > 1:
+            raise Counterexample("a wallet whose balance is the string '100': DynamoDB answers ValidationException, "
+                                 f"and the same answer every time; your pay sent it {wire.sends} times. Raise it.")
+
+    def concurrent() -> None:
+        table, wallet_id = new_wallet()
+        outcomes = race(lambda i: pay(table, wallet_id, AMOUNT, "pay-same"), COPIES)
+        errors = [o for o in outcomes if isinstance(o, Exception)]
+        if errors or balance(table, wallet_id) != START - AMOUNT:
+            saw = f"one {_said(errors[0])}" if errors else f"your pay left {balance(table, wallet_id)}"
+            raise Counterexample(f"{COPIES} copies of one payment of {AMOUNT} from {START} at the same instant: "
+                                 f"expected balance {START - AMOUNT}; {saw}.")
+
+    def bad_input() -> None:
+        table, wallet_id = new_wallet()
+        for amount in (-5, 2.5):
+            expect_bad_input(table, f"amount {amount!r}", lambda: pay(table, wallet_id, amount, "pay-bad"))
+
+    return verdict(
+        [plain, missing_wallet, failure_answers, endless_conflict, not_a_number, concurrent, bad_input],
+        passed=f"plain payments and a duplicate, a missing wallet, {len(ANSWERS)} of DynamoDB's failure answers, an "
+               f"endless conflict, a ValidationException, {COPIES} concurrent copies and bad input all handled.",
+    )

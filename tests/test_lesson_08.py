@@ -1,0 +1,287 @@
+"""Notebook 08's own functions under every answer DynamoDB can give a write (injected where no backend gives it).
+
+Only the request's own failed condition means "already applied"; every other cancellation wrote nothing; a 500
+and a lost response are unknown. The idempotent debits (last_request_id, ledger) apply each request once under
+every answer and a resend; the naive one is charged twice by a 500 after the write landed; the handler that
+reads a conflict as a duplicate loses the payment. The exercise checker passes the solution and fails the starter.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+import helpers
+from helpers import LostResponses
+from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, KINDS,
+                                     THROTTLED, THROTTLING, DynamoDBErrors)
+from helpers.exercises import check_bounded_pay
+from helpers.failure_answers import botocore_resends, watch_answers
+from notebook_code import cells, lesson
+
+NB = "08_when_dynamodb_says_no.ipynb"
+SOLUTION = "solutions/08_when_dynamodb_says_no_solution.ipynb"
+IDEMPOTENT = ["debit_idempotent", "debit_ledger"]
+ALL = ["debit_naive", *IDEMPOTENT, "debit_mistaken"]
+ANSWERS = [(kind, -1) for kind in KINDS] + [(CONFLICT, 0)]      # a conflict on the last action, or the first
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return lesson(NB)
+
+
+def wallet(nb, balance=100, **client_options):
+    return nb["new_wallet"](balance, **client_options)
+
+
+# --- each debit under each answer, SDK retries off: the caller sees DynamoDB's answer itself -------------------
+
+@pytest.mark.parametrize("pattern", IDEMPOTENT)
+@pytest.mark.parametrize("kind, item", ANSWERS, ids=[f"{k}@{i}" for k, i in ANSWERS])
+def test_no_failure_answer_is_success_and_a_resend_applies_once(nb, pattern, kind, item):
+    table, wallet_id = wallet(nb)
+    errors = DynamoDBErrors(at={0: kind}, conflict_item=item).install(table)
+    with pytest.raises(ClientError) as raised:
+        nb[pattern](table, wallet_id, 10, "pay-1")
+    errors.uninstall()
+    assert raised.value.response["Error"]["Code"] != "ConditionalCheckFailedException"
+    assert nb["read_balance"](table, wallet_id) == (90 if kind == ERROR_500_APPLIED else 100)
+    assert nb[pattern](table, wallet_id, 10, "pay-1") in ("applied", "already applied")
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+@pytest.mark.parametrize("pattern", ALL)
+@pytest.mark.parametrize("kind", KINDS)
+def test_with_botocore_resending_only_a_conflict_reaches_the_caller(nb, pattern, kind):
+    table, wallet_id = wallet(nb, sdk_retries=True)
+    DynamoDBErrors(at={0: kind}, conflict_item=0).install(table)
+    try:
+        outcome = nb[pattern](table, wallet_id, 10, "pay-1")
+    except ClientError as error:
+        assert kind == CONFLICT, error
+        assert nb["read_balance"](table, wallet_id) == 100                   # nothing written
+        return
+    expected = 80 if (pattern == "debit_naive" and kind == ERROR_500_APPLIED) else 90
+    if pattern == "debit_mistaken" and kind == CONFLICT:
+        assert outcome == "already applied"
+        expected = 100                                                       # told success, never debited
+    assert nb["read_balance"](table, wallet_id) == expected
+
+
+@pytest.mark.parametrize("pattern", IDEMPOTENT)
+def test_a_lost_response_then_a_resend_applies_once(nb, pattern):
+    table, wallet_id = wallet(nb)
+    LostResponses(at=[0]).install(table)
+    with pytest.raises(ReadTimeoutError):
+        nb[pattern](table, wallet_id, 10, "pay-1")
+    assert nb[pattern](table, wallet_id, 10, "pay-1") == "already applied"
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+def test_the_mistaken_handler_reports_a_conflict_as_applied_and_writes_nothing(nb):
+    table, wallet_id = wallet(nb)
+    DynamoDBErrors(at={0: CONFLICT}, conflict_item=0).install(table)
+    assert nb["debit_mistaken"](table, wallet_id, 10, "pay-1") == "already applied"
+    assert nb["read_balance"](table, wallet_id) == 100
+    assert helpers.read_item(table, {"pk": wallet_id, "sk": "req#pay-1"}) is None
+
+
+@pytest.mark.parametrize("pattern", ["debit_ledger", "debit_mistaken", "debit_idempotent"])
+def test_duplicates_and_missing_wallets_are_told_apart(nb, pattern):
+    table, wallet_id = wallet(nb)
+    assert nb[pattern](table, wallet_id, 10, "pay-1") == "applied"
+    assert nb[pattern](table, wallet_id, 10, "pay-1") == "already applied"
+    with pytest.raises(helpers.WalletNotFound):
+        nb[pattern](table, f"nobody-{uuid.uuid4().hex[:6]}", 10, "pay-1")
+    assert nb["read_balance"](table, wallet_id) == 90
+
+
+@pytest.mark.parametrize("pattern", ALL)
+@pytest.mark.parametrize("amount, request_id, message", [(-10, "pay-1", "positive"), (2.5, "pay-1", "float"),
+                                                         (10, "", "empty")])
+def test_bad_input_is_refused_and_nothing_is_written(nb, pattern, amount, request_id, message):
+    if pattern == "debit_naive" and not request_id:
+        pytest.skip("the naive debit ignores the request ID")
+    table, wallet_id = wallet(nb)
+    before = table.scan(ConsistentRead=True)["Items"]
+    with pytest.raises(ValueError, match=message):
+        nb[pattern](table, wallet_id, amount, request_id)
+    assert table.scan(ConsistentRead=True)["Items"] == before
+
+
+# --- the notebook's scenarios ----------------------------------------------------------------------------------
+
+def test_a_500_after_the_write_landed(nb):
+    for name, debit in nb["PATTERNS"].items():
+        for resender in ("botocore", "app"):
+            row = nb["after_a_500"](debit, resender)
+            assert row["balance"] == (80 if name == "naive" else 90), (name, resender)
+            assert row["answers on the wire"].startswith("500 InternalServerError · ")
+    assert nb["after_a_500"](nb["debit_naive"], "botocore")["the application saw"] == "applied"
+
+
+def test_the_swimlane_comes_from_the_run(nb):
+    events = nb["swimlane_of_a_500"](nb["debit_naive"])
+    assert [e for e in events["event"] if e.startswith("balance")] == ["balance 90", "balance 80"]
+    assert "answers 500 InternalServerError" in events["event"].tolist()
+
+
+def test_two_payments_racing(nb):
+    mistaken = nb["two_payments"](nb["debit_mistaken"])
+    assert (mistaken["B answered"], mistaken["balance"], mistaken["B's marker"]) == ("already applied", 90, "none")
+    ledger = nb["two_payments"](nb["debit_ledger"])
+    assert ledger["B answered"] == "TransactionCanceledException [TransactionConflict, None]"
+    assert (ledger["B resent"], ledger["balance after"]) == ("applied", 70)
+
+
+def test_botocore_backs_off_on_the_virtual_clock(nb):
+    attempts, outcome, _, _ = nb["botocore_backoff"]([THROTTLED, THROTTLING])
+    assert [a["at (virtual s)"] for a in attempts] == [0.0, 1.0, 3.0] and outcome["balance"] == 90
+    attempts, outcome, table, wallet_id = nb["botocore_backoff"]([THROTTLED] * 3)
+    assert outcome == {"the application saw": "ProvisionedThroughputExceededException", "balance": 100}
+    assert nb["debit_naive"](table, wallet_id, 10, "pay-1") == "applied" and nb["read_balance"](table, wallet_id) == 90
+
+
+def test_the_resend_evidence(nb):
+    matrix = nb["resend_matrix"]
+    assert matrix.loc[["500, applied", "lost response"], "naive"].tolist() == [80, 80]
+    assert (matrix.drop(["500, applied", "lost response"]) == 90).all().all()
+    assert (matrix[["last_request_id", "ledger"]] == 90).all().all()
+
+
+def test_the_answers_table_is_observed(nb):
+    rows = {row[0]: nb["observe"](*row[2:]) for row in nb["PRODUCED"]}
+    assert rows["500, the write landed"][1] is True and rows["500, it did not"][1] is False
+    assert str(rows["500, the write landed"][0][0]) == str(rows["500, it did not"][0][0]) == "500 InternalServerError"
+    assert str(rows["conflict on the marker"][0][0]) == "400 TransactionCanceledException [None, TransactionConflict]"
+    assert str(rows["token reused, other amount"][0][0]) == "400 IdempotentParameterMismatchException"
+    assert str(rows["balance not a number"][0][0]) == "400 ValidationException"
+    assert rows["a lost response"][0][0].status is None
+    assert not any(wrote for name, (_, wrote) in rows.items() if name not in ("500, the write landed", "a lost response"))
+
+
+@pytest.mark.parametrize("seed", [0, 8, 21])
+def test_one_schedule_of_mixed_faults(nb, seed):
+    rng = random.Random(seed)
+    schedule = [rng.choice([None, CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, THROTTLED, THROTTLING])
+                for _ in range(8)]
+    truth = 200 - 10 * len(schedule)
+    assert nb["pay_all"](nb["debit_ledger"], schedule)[-1] == truth
+    assert nb["pay_all"](nb["debit_naive"], schedule)[-1] == truth - 10 * schedule.count(ERROR_500_APPLIED)
+    assert nb["pay_all"](nb["debit_mistaken"], schedule)[-1] == truth + 10 * schedule.count(CONFLICT)
+
+
+# --- botocore's rules, asked and observed agree -----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != CONFLICT])
+def test_botocore_resends_what_its_rules_say(nb, kind):
+    table, wallet_id = wallet(nb, sdk_retries=True)
+    DynamoDBErrors(at={0: kind}).install(table)
+    wire = watch_answers(table, helpers.connect().clock)
+    nb["debit_naive"](table, wallet_id, 10, "pay-1")
+    first = wire.answers[0]
+    assert wire.sends == 2 and botocore_resends(first.code, first.status)
+
+
+def test_botocore_rules_for_answers_no_helper_produces():
+    assert botocore_resends("RequestLimitExceeded", 400) and botocore_resends("ServiceUnavailable", 503)
+    assert not botocore_resends("TransactionCanceledException", 400)
+    assert not botocore_resends("TransactionConflictException", 400)
+    assert not botocore_resends("ConditionalCheckFailedException", 400)
+
+
+# --- the exercise -----------------------------------------------------------------------------------------------
+
+def starter(nb):
+    namespace = dict(nb)                                 # the notebook's namespace, then the exercise cell
+    exec(cells(NB, "exercise")[0], namespace)
+    return namespace["my_pay"]
+
+
+def test_the_solution_passes(db):
+    verdict = check_bounded_pay(lesson(SOLUTION)["my_pay"], db=db)
+    assert verdict.passed, verdict
+    assert str(verdict).startswith("PASS: ")
+
+
+def test_the_starter_fails_with_its_counterexample(db, nb):
+    verdict = check_bounded_pay(starter(nb), db=db)
+    assert not verdict.passed and str(verdict).startswith("NOT YET: ")
+    assert "wallet that does not exist" in verdict.message
+    assert "your pay answered 'already applied' -- a payment reported done" in verdict.message
+
+
+def test_the_starter_fixed_for_missing_wallets_still_fails_on_a_conflict(db, nb):
+    def reads_the_slots_but_never_resends_a_conflict(table, wallet_id, amount, request_id):
+        return nb["debit_ledger"](table, wallet_id, amount, request_id)       # right reading, no resends
+
+    verdict = check_bounded_pay(reads_the_slots_but_never_resends_a_conflict, db=db)
+    assert not verdict.passed
+    assert "TransactionConflict on the wallet (action 0)" in verdict.message
+    assert "your pay raised TransactionCanceledException [TransactionConflict, None] after 1 send(s)" in verdict.message
+
+
+@pytest.mark.parametrize("name, words", [
+    ("debit_naive", "its duplicate"),
+    ("debit_mistaken", "TransactionConflict on the wallet (action 0)"),
+])
+def test_the_notebooks_wrong_handlers_fail(db, nb, name, words):
+    verdict = check_bounded_pay(nb[name], db=db)
+    assert not verdict.passed and words in verdict.message, verdict.message
+
+
+def test_a_pay_that_resends_without_bound_or_backoff_fails(db):
+    pay = lesson(SOLUTION)
+    my_pay = pay["my_pay"]
+
+    def unbounded(*args):
+        pay["ATTEMPTS"] = 60
+        try:
+            return my_pay(*args)
+        finally:
+            pay["ATTEMPTS"] = 4
+
+    verdict = check_bounded_pay(unbounded, db=db)
+    assert not verdict.passed and "bound the resends" in verdict.message, verdict.message
+
+    clock = pay["db"].clock
+    real_advance = clock.advance
+
+    def no_backoff(*args):
+        clock.advance = lambda seconds: clock.now()
+        try:
+            return my_pay(*args)
+        finally:
+            clock.advance = real_advance
+
+    verdict = check_bounded_pay(no_backoff, db=db)
+    assert not verdict.passed and "back off between sends" in verdict.message, verdict.message
+
+
+def test_an_error_is_reported_not_propagated_and_bad_input_must_be_refused(db):
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    verdict = check_bounded_pay(broken, db=db)
+    assert not verdict.passed and "RuntimeError: boom" in verdict.message
+    reference = lesson(SOLUTION)["my_pay"]
+
+    def accepts_bad_input(*args):
+        try:
+            return reference(*args)
+        except ValueError:
+            return "applied"
+
+    verdict = check_bounded_pay(accepts_bad_input, db=db)
+    assert not verdict.passed and "bad input" in verdict.message, verdict.message
+
+
+def test_the_checker_names_each_answer_it_injects():
+    from helpers.exercises import lesson_08
+
+    assert {kind for kind, _, _ in lesson_08.ANSWERS} == set(KINDS) and IN_PROGRESS in KINDS
+    assert ERROR_500_NOT_APPLIED in {kind for kind, _, _ in lesson_08.ANSWERS}
