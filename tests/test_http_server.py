@@ -70,7 +70,8 @@ def port_is_free(port: int) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def nothing_left():
+def nothing_left(db):
+    """Nothing a test started outlives it (the backend is connected first: DynamoDB Local is a child of ours)."""
     threads, children = uvicorn_threads(), child_processes()
     yield
     stop_all()
