@@ -350,3 +350,18 @@ def test_with_botocore_retrying_every_answer_ends_in_one_debit_or_a_clear_error(
         nb[pattern](table, wallet_id, 10, request_id)
     assert nb["read_balance"](table, wallet_id) == 90
 
+
+# --- the collection's rules for time in items: stated once, here; linked from the lessons that use them ----------
+
+def test_time_in_items_is_stated_in_05_and_linked_from_06_and_07():
+    import nbformat
+    from pathlib import Path
+
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    headings = [line for cell in nbformat.read(notebooks / NB, as_version=4).cells if cell.cell_type == "markdown"
+                for line in cell.source.splitlines() if line.startswith("#")]
+    assert "## Time in items" in headings                       # the anchor #Time-in-items
+    for other in ("06_saved_responses.ipynb", "07_event_sources.ipynb"):
+        text = "".join(cell.source for cell in nbformat.read(notebooks / other, as_version=4).cells
+                       if cell.cell_type == "markdown")
+        assert f"{NB}#Time-in-items" in text, other
