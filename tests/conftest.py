@@ -60,3 +60,34 @@ def fresh(db):
 @pytest.fixture
 def table(fresh):
     return fresh()
+
+
+# --- one terminal summary for every module's counts (tests/summary_lines.py), under xdist too -------------
+
+_from_workers: dict[str, list[str]] = {}
+
+
+def pytest_sessionfinish(session):
+    from summary_lines import collected
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:                       # an xdist worker: hand the lines to the controller
+        workeroutput["summary_lines"] = json.dumps(collected())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for title, lines in json.loads(getattr(node, "workeroutput", {}).get("summary_lines", "{}")).items():
+        _from_workers.setdefault(title, []).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from summary_lines import collected
+
+    sections = collected()
+    for title, lines in _from_workers.items():
+        sections.setdefault(title, []).extend(lines)
+    for title, lines in sections.items():
+        terminalreporter.write_sep("-", title)
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -29,6 +29,7 @@ import helpers
 from helpers import backends, open_wallet, read_balance
 from helpers.concurrency import race
 from helpers.payment_provider import PaymentProvider
+from summary_lines import summary
 from notebook_code import lesson
 
 THREADS = 32
@@ -50,21 +51,7 @@ def nb(name: str) -> dict[str, Any]:
     return lesson(name)
 
 
-COUNTS: list[str] = []   # one line per test, shown in pytest's terminal summary (print() alone is captured)
-
-
-class _Summary:
-    def pytest_terminal_summary(self, terminalreporter):
-        terminalreporter.write_sep("-", f"concurrent deliveries on {backends.backend_name()}")
-        for line in COUNTS:
-            terminalreporter.write_line(line)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def report_counts(request):
-    if not request.config.pluginmanager.has_plugin("concurrency-counts"):
-        request.config.pluginmanager.register(_Summary(), "concurrency-counts")
-    yield
+COUNTS = summary(f"concurrent deliveries on {backends.backend_name()}")   # a line per test, shown at the end
 
 
 def report(line: str) -> None:

@@ -41,6 +41,7 @@ import helpers
 from helpers import LostResponses, backends
 from helpers.concurrency import race
 from helpers.payment_provider import PaymentProvider
+from summary_lines import summary_from
 from notebook_code import lesson
 
 # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look; CI runs the defaults.
@@ -65,24 +66,18 @@ def count(pattern: str, schedule: Any) -> None:
     entry["distinct"].add(repr(schedule))
 
 
-class _Summary:
-    """A pytest plugin, registered by the fixture below: the counts in the terminal summary."""
-
-    def pytest_terminal_summary(self, terminalreporter):
-        terminalreporter.write_sep("-", f"property schedules on {backends.backend_name()}")
-        for pattern, entry in COUNTS.items():
-            line = f"{pattern}: {entry['runs']} schedules ({len(entry['distinct'])} distinct)"
-            if pattern.endswith("searched"):
-                line += f"; smallest counterexample found: {entry['found']}"
-            terminalreporter.write_line(line)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def report_counts(request):
+def summary_lines() -> list[str]:
     """One line per pattern at the end of the run: how many schedules were tried (and what was found)."""
-    if not request.config.pluginmanager.has_plugin("property-counts"):
-        request.config.pluginmanager.register(_Summary(), "property-counts")
-    yield
+    lines = []
+    for pattern, entry in COUNTS.items():
+        line = f"{pattern}: {entry['runs']} schedules ({len(entry['distinct'])} distinct)"
+        if pattern.endswith("searched"):
+            line += f"; smallest counterexample found: {entry['found']}"
+        lines.append(line)
+    return lines
+
+
+summary_from(f"property schedules on {backends.backend_name()}", summary_lines)
 
 
 @functools.cache

@@ -31,9 +31,11 @@ from hypothesis import strategies as st
 import helpers
 from helpers import backends
 from helpers.dynamodb_errors import KINDS, DynamoDBErrors
+from summary_lines import summary_from
 from notebook_code import lesson
 
 EXAMPLES = int(os.environ.get("RETRY_PROPERTY_EXAMPLES", 300 if backends.backend_name() == "moto" else 60))
+SEARCH_EXAMPLES = max(EXAMPLES, 200)   # a search stops at its first counterexample: a floor keeps it finding one
 RUN = uuid.uuid4().hex[:8]
 SUCCESS = {"applied", "already applied", "applied or replayed"}
 PATTERNS = {  # pattern -> (notebook, function, sort key of its table)
@@ -56,20 +58,9 @@ def count(pattern: str, schedule: list[str | None]) -> None:
     entry[1].add(tuple(schedule))
 
 
-class _Summary:
-    """A pytest plugin: a line per pattern in the terminal summary, how many schedules it met."""
-
-    def pytest_terminal_summary(self, terminalreporter):
-        terminalreporter.write_sep("-", f"failure-answer schedules on {backends.backend_name()}")
-        for pattern, (runs, distinct) in COUNTS.items():
-            terminalreporter.write_line(f"{pattern}: {runs} schedules ({len(distinct)} distinct)")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def report_counts(request):
-    if not request.config.pluginmanager.has_plugin("failure-schedule-counts"):
-        request.config.pluginmanager.register(_Summary(), "failure-schedule-counts")
-    yield
+summary_from(f"failure-answer schedules on {backends.backend_name()}",   # a line per pattern, at the end
+             lambda: [f"{pattern}: {runs} schedules ({len(distinct)} distinct)"
+                      for pattern, (runs, distinct) in COUNTS.items()])
 
 
 def empty_now_and_then(*tables: Any) -> None:
@@ -137,7 +128,7 @@ def test_idempotent_patterns_apply_once_and_tell_the_truth_under_every_failure_a
 @pytest.mark.parametrize("sdk_retries", [False, True], ids=["app retries", "botocore retries"])
 def test_the_naive_debit_is_caught_charging_twice(sdk_retries):
     found = find(schedules, lambda schedule: deliver(NAIVE, schedule, sdk_retries)[0] > 1,
-                 settings=settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
+                 settings=settings(max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None,
                                    suppress_health_check=list(HealthCheck)))
     assert "InternalServerError (applied)" in found
 
@@ -244,7 +235,7 @@ def test_naive_consumer_07_is_caught_charging_twice():
         return int(wallets.get_item(Key={"pk": wallet}, ConsistentRead=True)["Item"]["balance"]) < 990
 
     found = find(schedules, charged_twice, settings=settings(
-        max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
+        max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
     assert "InternalServerError (applied)" in found
 
 
@@ -316,5 +307,5 @@ def test_powertools_outside_lambda_06_is_caught_blocking_a_key_after_a_500():
         return pay_until_201(code, "pay_powertools_outside_lambda", schedule)["first"] is None
 
     found = find(schedules, blocked, settings=settings(
-        max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
+        max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
     assert "InternalServerError (applied)" in found
