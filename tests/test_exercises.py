@@ -133,6 +133,19 @@ def test_a_function_that_accepts_bad_input_fails(db, n):
     assert ("bad input" if n != "06" else "empty lease token") in verdict.message, verdict.message
 
 
+def test_00_a_handler_that_calls_a_missing_wallet_paid_fails(db):
+    """The condition attribute_exists(balance) fails for a missing wallet too: that is no duplicate."""
+    def missing_wallet_is_paid(table, request):
+        try:
+            return solution("00")(table, request)
+        except LookupError:
+            return {"status": "paid"}
+
+    verdict = check_payment_handler(missing_wallet_is_paid, db=db)
+    assert not verdict.passed and "wallet that does not exist" in verdict.message, verdict.message
+    assert "your handler answered {'status': 'paid'}" in verdict.message
+
+
 def test_00_the_naive_debit_fails_when_a_payment_arrives_twice(db):
     debit = lesson("00_why_retries_happen.ipynb")["debit"]
     verdict = check_payment_handler(lambda table, request: debit(table, request["wallet"], request["amount"]), db=db)

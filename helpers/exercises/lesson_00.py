@@ -6,7 +6,9 @@ made once per payment, by the caller. The checker delivers payments the ways
 notebook 00 shows: every payment twice in a row (a client timeout and resend,
 an API Gateway 504, an SQS redelivery), once from the application with
 botocore's own retries resending lost responses, sixteen copies at once, and
-bad input. It returns one counterexample, or PASS.
+bad input — a payment from a wallet that does not exist included, which must
+raise `WalletNotFound` (a LookupError) and write nothing, not answer "paid".
+It returns one counterexample, or PASS.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, open_wallet, read_balance
 from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, verdict
+from .verdict import (Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot,
+                      verdict)
 
 Handler = Callable[[Any, dict], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-00", "alice", 100, 10, 3, 16
@@ -79,9 +82,16 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
         for field, value in (("amount", -5), ("amount", 2.5), ("payment_id", "")):
             bad = {**request(20_000), field: value}
             expect_bad_input(table, f"a request with {field} {value!r}", lambda: handler(table, bad))
+        before = snapshot(table)
+        result = answer(lambda: handler(table, {**request(30_000), "wallet": "nobody"}))
+        if not isinstance(result, LookupError) or snapshot(table) != before:
+            saw = raised(result) if isinstance(result, Exception) else repr(result)
+            wrote = "" if snapshot(table) == before else " and wrote to the table"
+            raise Counterexample(f"a payment from a wallet that does not exist should raise WalletNotFound and write "
+                                 f"nothing — no payment happened; your handler answered {saw}{wrote}.")
 
     return verdict(
         [sent_twice, sdk_retries, concurrent_copies, bad_input],
         passed=f"every payment delivered twice, {schedules} lost-response schedules under botocore's own retries, "
-               f"{COPIES} concurrent copies and bad input all handled.",
+               f"{COPIES} concurrent copies, a missing wallet and bad input all handled.",
     )
