@@ -147,15 +147,9 @@ def test_the_good_debit_does_write(fresh):
         assert debit.snapshot() != before, debit_id
 
 
-# 06's `pay` hashes its payload as JSON, which cannot hold a Decimal (owned by notebook 06; remove when fixed).
-DECIMAL_NOT_YET_ACCEPTED = {"06 pay"}
-
-
 @pytest.mark.parametrize("debit_id", list(DEBITS))
-def test_a_whole_decimal_amount_is_accepted_like_an_int(fresh, request, debit_id):
+def test_a_whole_decimal_amount_is_accepted_like_an_int(fresh, debit_id):
     """boto3 reads every number back as a Decimal: a whole one is a good amount in every handler."""
-    if debit_id in DECIMAL_NOT_YET_ACCEPTED:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="the handler refuses a Decimal amount"))
     debit = DEBITS[debit_id]
     call = debit.prepare(fresh)
     before = debit.snapshot()
