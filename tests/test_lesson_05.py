@@ -354,8 +354,9 @@ def test_with_botocore_retrying_every_answer_ends_in_one_debit_or_a_clear_error(
 # --- the collection's rules for time in items: stated once, here; linked from the lessons that use them ----------
 
 def test_time_in_items_is_stated_in_05_and_linked_from_06_and_07():
-    import nbformat
     from pathlib import Path
+
+    import nbformat
 
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
     headings = [line for cell in nbformat.read(notebooks / NB, as_version=4).cells if cell.cell_type == "markdown"
