@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 # 2030-03-17, deliberately in the future. DynamoDB Local really deletes items whose TTL
-# attribute is in the past (within a second or so, measured); moto never does. Starting
+# attribute is in the past (how soon: README's fidelity table, `make fidelity`); moto never does. Starting
 # virtual time after the wall clock keeps `expires_at = now + window` in the future on
 # every backend, so no backend deletes an item the lesson still reads. Expiry that a
 # lesson depends on is checked in code, against this clock.
