@@ -411,3 +411,48 @@ def test_handle_called_directly_answers_what_the_wire_carries(fresh):
     wire = post(nb, headers(nb, key), PAYMENT)
     assert direct.status_code == wire.status_code == 201
     assert wire.headers["idempotent-replayed"] == "true" and wire.content == direct.body
+
+
+# --- a closed connection teaches what a held answer does ----------------------------------------------------
+
+HELD_READ_TIMEOUT = 0.5   # the impatient clients' read timeout here: long enough for any answer that is not lost
+
+
+@pytest.mark.parametrize("client", ["Retry() default", "Retry(+POST), no key", "Retry(+POST), key once",
+                                    "httpx retries=3", "tenacity, key inside", "tenacity, key once"])
+def test_every_client_does_the_same_whether_the_answer_is_held_or_the_connection_closed(fresh, client):
+    """The notebook loses most responses by closing the connection (no waiting); the outcome is the read timeout's."""
+    import httpx
+
+    nb = fresh
+    post_too = Retry.DEFAULT_ALLOWED_METHODS | {"POST"}
+
+    def pay(read_timeout):
+        url, timeout = nb["server"].url, (2.0, read_timeout)
+        if client.startswith("Retry"):
+            retry = Retry(total=3) if client == "Retry() default" else Retry(total=3, allowed_methods=post_too)
+            path, key = ("/v0/payments", None) if "no key" in client else ("/payments", next(_keys))
+            return session_with(retry).post(url + path, json=PAYMENT, headers=headers(nb, key), timeout=timeout)
+        if client.startswith("httpx"):
+            with httpx.Client(transport=httpx.HTTPTransport(retries=3),
+                              timeout=httpx.Timeout(2.0, read=read_timeout)) as http:
+                return http.post(url + "/payments", json=PAYMENT, headers=headers(nb, next(_keys)))
+        generous, nb["TIMEOUT"] = nb["TIMEOUT"], timeout     # the tenacity payers read it when they send
+        try:
+            return nb["pay_key_inside" if "inside" in client else "pay_key_once"](PAYMENT)
+        finally:
+            nb["TIMEOUT"] = generous
+
+    outcomes = {}
+    for how, read_timeout in [("hold", HELD_READ_TIMEOUT), ("close", 10.0)]:
+        nb["lost"].reset(at=[0], how=how)
+        before = nb["provider"].charges
+        try:
+            seen = str(pay(read_timeout).status_code)
+        except (requests.RequestException, httpx.TransportError):
+            seen = "no answer"
+        nb["lost"].settle()
+        outcomes[how] = (seen, nb["lost"].sent, nb["provider"].charges - before)
+        assert nb["lost"].slowest_seconds < HELD_READ_TIMEOUT, "an answer that was not lost came too late"
+    nb["lost"].reset()
+    assert outcomes["hold"] == outcomes["close"], outcomes
