@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import matplotlib
 import nbformat

@@ -10,6 +10,11 @@
                                Each lesson works in a schema of its own, which it drops and
                                recreates, so point it at a database you can spare.
 
+Starting is fast after the first time: `initdb` (which takes seconds) runs once per machine, user and
+pgserver version, into a pristine template folder kept in the system's temporary folder
+(``retry-pg-template-...``: files only, no process); each process copies it and starts its own server.
+If the template is missing, damaged or cannot be copied, the server is initialised from scratch.
+
 `postgres()` returns the same `Postgres` every time in one process, so re-running a notebook's
 setup cell is safe. `Postgres.connect()` gives psycopg 3 connections in autocommit mode: the
 lesson writes its own ``BEGIN`` and ``COMMIT``, so every statement it sends is one you can read,
@@ -20,6 +25,9 @@ never printed (it names a folder of this machine).
 from __future__ import annotations
 
 import atexit
+import contextlib
+import importlib.metadata
+import logging
 import os
 import re
 import shutil
@@ -30,14 +38,17 @@ import threading
 import time
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psycopg
 
 ENV_URL = "RETRY_POSTGRES_URL"
 SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 START_TIMEOUT_SECONDS = 30.0
+TEMPLATE_PREFIX = "retry-pg-template-"
+INITDB_ARGS = ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres"]   # as pgserver runs it
 
 # The watchdog: a tiny separate Python process that holds the read end of a pipe whose write
 # end only this process holds. When this process ends in any way -- even SIGKILL -- the pipe
@@ -275,6 +286,7 @@ def _embedded() -> Postgres:
         ) from None
     folder = Path(tempfile.mkdtemp(prefix="retry-pg-"))
     data = folder / "data"
+    template = _template()
     read_end, write_end = os.pipe()
     watchdog = subprocess.Popen(
         [sys.executable, "-c", _WATCHDOG, str(data / "postmaster.pid"), str(folder)],
@@ -286,7 +298,17 @@ def _embedded() -> Postgres:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            server = pgserver.get_server(data, cleanup_mode="stop")
+            try:
+                if template is None or not _copy(template, data):
+                    raise FileNotFoundError("no usable template")
+                with _quiet_pgserver():             # a failure here is handled below: no log on stderr
+                    server = pgserver.get_server(data, cleanup_mode="stop")
+            except Exception:                       # from scratch: pgserver runs initdb itself
+                _forget_failed_start(pgserver, data)
+                shutil.rmtree(data, ignore_errors=True)
+                if template is not None:
+                    shutil.rmtree(template, ignore_errors=True)
+                server = pgserver.get_server(data, cleanup_mode="stop")
     except Exception as error:
         os.close(write_end)
         watchdog.wait(20)
@@ -298,6 +320,77 @@ def _embedded() -> Postgres:
         version = conn.execute("SHOW server_version").fetchone()[0]
     return Postgres(server.get_uri(), source=f"pgserver (PostgreSQL {version.split()[0]}, embedded)",
                     folder=folder, server=server, watchdog=watchdog, pipe=write_end)
+
+
+def _template() -> Path | None:
+    """A pristine initialised data folder to copy (built once, atomically), or None where there is none.
+
+    Built the way pgserver initialises a folder (the same `initdb` arguments, as its own system user
+    when run as root), plus ``--no-sync``: a throwaway cluster need not wait for the disk.
+    """
+    if os.name != "posix":
+        return None
+    try:
+        version = importlib.metadata.version("pgserver")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    final = Path(tempfile.gettempdir()) / f"{TEMPLATE_PREFIX}{version}-uid{os.geteuid()}"
+    if (final / "PG_VERSION").is_file():
+        return final
+    building = Path(tempfile.mkdtemp(prefix=f"{TEMPLATE_PREFIX}build-"))
+    data = building / "data"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pgserver import _commands
+            data.mkdir()
+            user = None
+            if os.geteuid() == 0:                    # pgserver runs postgres as its own user then
+                import pwd
+
+                from pgserver.utils import ensure_prefix_permissions, ensure_user_exists
+                user = "pgserver"
+                ensure_user_exists(user)
+                ensure_prefix_permissions(data)
+                entry = pwd.getpwnam(user)
+                os.chown(data, entry.pw_uid, entry.pw_gid)
+            _commands.initdb([*INITDB_ARGS, "--no-sync"], pgdata=data, user=user, timeout=120)
+        try:
+            os.rename(data, final)                  # atomic: a half-built template is never seen
+        except OSError:
+            pass                                    # another process finished one first
+    except Exception:  # noqa: BLE001 - no template: pgserver initialises from scratch
+        return None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return final if (final / "PG_VERSION").is_file() else None
+
+
+@contextlib.contextmanager
+def _quiet_pgserver() -> Iterator[None]:
+    """pgserver logs a failed start (with this machine's paths) on stderr; hush it for the first try."""
+    logger = logging.getLogger("pgserver")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _forget_failed_start(pgserver: Any, data: Path) -> None:
+    """pgserver remembers a handle per folder, even one whose start failed: forget it, and its exit hook."""
+    instances = getattr(getattr(pgserver, "PostgresServer", None), "_instances", {})
+    failed = instances.pop(data.resolve(), None)
+    if failed is not None:
+        atexit.unregister(failed._cleanup)
+
+
+def _copy(template: Path, data: Path) -> bool:
+    """Copy the template to `data`, owners and modes kept (``cp -a``). False if that failed."""
+    result = subprocess.run(["cp", "-a", str(template), str(data)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, timeout=60)
+    return result.returncode == 0 and (data / "PG_VERSION").is_file()
 
 
 # --- looking on -----------------------------------------------------------------------------

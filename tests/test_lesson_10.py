@@ -23,13 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import helpers
 from helpers import BadInput, WalletNotFound
 from helpers.concurrency import race
 from helpers.exercises.lesson_10 import check_outbox_worker
 from helpers.faults import LostResponses
 from helpers.lessons import LessonNotFound, call_with, load_lesson
-from helpers.payment_provider import PaymentProvider
+
 from notebook_code import NOTEBOOKS, cells, lesson
 
 NB = "10_postgres_shaped.ipynb"
@@ -76,7 +75,7 @@ def table_state(nb):
 class _LosingConnection:
     """A psycopg connection whose answer to one statement is lost: it reaches the server, then the line dies."""
 
-    def __init__(self, conn, owner: "LosingPostgres") -> None:
+    def __init__(self, conn, owner: LosingPostgres) -> None:
         self._conn, self._owner = conn, owner
 
     def execute(self, query, params=None):

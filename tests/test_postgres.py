@@ -22,8 +22,15 @@ import pytest
 from jupyter_client import KernelManager
 
 import helpers.postgres as postgres_module
-from helpers.postgres import (ENV_URL, BadSchemaName, Postgres, PostgresUnavailable, postgres,
-                              running_postgres_processes, wait_until)
+from helpers.postgres import (
+    ENV_URL,
+    BadSchemaName,
+    Postgres,
+    PostgresUnavailable,
+    postgres,
+    running_postgres_processes,
+    wait_until,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +44,7 @@ module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 postgres = module.postgres
 pg = postgres()
 assert postgres() is pg                                   # the setup cell run again: the same server
-pg.use_schema("child_schema"); pg.use_schema("child_schema")   # re-running the schema setup is safe
+pg.use_schema("test_10_child"); pg.use_schema("test_10_child")   # re-running the schema setup is safe
 with pg.connect() as conn:
     conn.execute("CREATE TABLE seen (n int)")
     conn.execute("INSERT INTO seen VALUES (1)")
@@ -164,9 +171,9 @@ def test_retry_postgres_url_is_used_as_it_is_nothing_started_nothing_stopped():
     assert child.wait(30) == 0, child.stderr.read()
     assert seen["source"].startswith(f"{ENV_URL} (PostgreSQL ") and seen["folder"] is None
     assert seen["postmaster"] is None and seen["watchdog"] is None
-    with ours.connect(schema="child_schema", counted=False) as conn:    # the child wrote to that very server,
+    with ours.connect(schema="test_10_child", counted=False) as conn:    # the child wrote to that very server,
         assert conn.execute("SELECT n FROM seen").fetchall() == [(1,)]   # and stopping it stopped nothing
-        conn.execute("DROP SCHEMA child_schema CASCADE")
+        conn.execute("DROP SCHEMA test_10_child CASCADE")
 
 
 def test_a_url_where_no_postgres_answers_is_a_clear_error():
@@ -183,9 +190,9 @@ def test_without_pgserver_the_error_says_what_to_do(monkeypatch):
 def test_the_process_server_is_reused_and_counts_statements():
     pg = postgres()
     assert postgres() is pg and not pg.stopped
-    pg.fresh_schema("counting_check")
+    pg.fresh_schema("test_10_counting")
     pg.statements.reset()
-    with pg.connect(schema="counting_check") as conn:
+    with pg.connect(schema="test_10_counting") as conn:
         conn.execute("BEGIN")
         conn.execute("SELECT 1")
         conn.execute("COMMIT")
@@ -193,7 +200,7 @@ def test_the_process_server_is_reused_and_counts_statements():
         conn.execute("SELECT 2")
     assert dict(pg.statements.calls) == {"BEGIN": 1, "SELECT": 1, "COMMIT": 1} and pg.statements.round_trips == 3
     with pg.connect(schema="public", counted=False) as conn:
-        conn.execute("DROP SCHEMA counting_check CASCADE")
+        conn.execute("DROP SCHEMA test_10_counting CASCADE")
 
 
 @pytest.mark.parametrize("name", ["", "Lesson10", "a-b", "x; DROP SCHEMA public", "1abc", "a" * 64, None])
@@ -234,3 +241,21 @@ def test_wait_until_returns_the_value_or_times_out_naming_what():
 def test_connections_speak_psycopg_3_in_autocommit():
     with postgres().connect(counted=False) as conn:
         assert isinstance(conn, psycopg.Connection) and conn.autocommit
+
+
+@needs_embedded
+def test_a_damaged_template_is_rebuilt_and_the_server_still_starts():
+    template = postgres_module._template()
+    assert template is not None and (template / "PG_VERSION").is_file()
+    for entry in template.iterdir():                              # damaged: only PG_VERSION is left
+        if entry.name != "PG_VERSION":
+            subprocess.run(["rm", "-rf", str(entry)], check=True)
+    pg = postgres_module._embedded()                              # a second server, not the session's
+    try:
+        with pg.admin() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pg.stop()
+    assert gone(pg.folder)
+    rebuilt = postgres_module._template()
+    assert rebuilt == template and (rebuilt / "base").is_dir()

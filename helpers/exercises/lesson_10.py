@@ -16,7 +16,8 @@ recorded. The first failure is the verdict: one counterexample, in lines of at m
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..clock import VirtualClock
 from ..concurrency import race
