@@ -37,8 +37,8 @@ Each module has one job; open the one a notebook names:
 from . import charts, concurrency
 from .backends import connect
 from .clock import VirtualClock
-from .events import EventLog
 from .dynamodb_errors import DynamoDBErrors
+from .events import EventLog
 from .faults import LostResponses
 from .ids import RequestIds
 from .notebook import setup
@@ -46,6 +46,7 @@ from .tables import fresh_table, open_wallet, read_balance, read_item
 from .validation import BadInput, WalletNotFound, check_debit
 
 __all__ = [
+    "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
     "connect", "VirtualClock", "EventLog", "LostResponses", "DynamoDBErrors", "RequestIds", "setup",
     "fresh_table", "open_wallet", "read_balance", "read_item", "BadInput", "WalletNotFound", "check_debit",
 ]

@@ -8,8 +8,9 @@ response (install it **after** `LostResponses`, so it sees the lost ones).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .faults import _client_of
 
@@ -37,7 +38,8 @@ def watch_attempts(target: Any, on_attempt: Callable[[Attempt], None], *, operat
         if operations is None or operation_model.name in operations:
             answer, error = result
             number = int((context or {}).get("retries", {}).get("attempt", 1))
-            on_attempt(Attempt(operation_model.name, number, error is None, None if error is None else type(error).__name__))
+            on_attempt(Attempt(operation_model.name, number, error is None,
+                               None if error is None else type(error).__name__))
         return result
 
     endpoint._do_get_response = do_get_response

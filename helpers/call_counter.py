@@ -19,7 +19,7 @@ class CallCounter:
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
-    def watch(self, *targets: Any) -> "CallCounter":
+    def watch(self, *targets: Any) -> CallCounter:
         """Count the requests of each boto3 client, resource or Table in `targets`; returns self."""
         for target in targets:
             client = target if hasattr(target, "_endpoint") else getattr(getattr(target, "meta", None), "client", None)

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 KB = 1024
 READ_BLOCK = 4 * KB

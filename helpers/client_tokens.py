@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from botocore.awsrequest import AWSResponse
 from moto.core.botocore_stubber import MockRawResponse

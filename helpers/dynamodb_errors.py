@@ -43,7 +43,8 @@ from __future__ import annotations
 import json
 import random
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .faults import WRITES, _client_of
 
@@ -122,7 +123,7 @@ class DynamoDBErrors:
         """The next `n` decisions (handy for showing a schedule)."""
         return [self.decide() for _ in range(n)]
 
-    def install(self, target: Any) -> "DynamoDBErrors":
+    def install(self, target: Any) -> DynamoDBErrors:
         """Answer `target`'s writes (a boto3 client, resource or Table) by this schedule; returns self."""
         client = _client_of(target)
         endpoint = client._endpoint

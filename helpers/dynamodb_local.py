@@ -136,7 +136,8 @@ class DynamoDBLocalServer:
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        raise DynamoDBLocalUnavailable(f"DynamoDB Local did not answer on {self.endpoint_url} within {START_TIMEOUT_SECONDS:.0f} s")
+        raise DynamoDBLocalUnavailable(
+            f"DynamoDB Local did not answer on {self.endpoint_url} within {START_TIMEOUT_SECONDS:.0f} s")
 
     def stop(self) -> None:
         """Stop the process (safe to call twice)."""

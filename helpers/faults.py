@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
@@ -64,7 +65,7 @@ class LostResponses:
         """The next `n` decisions (handy for showing a schedule)."""
         return [self.decide() for _ in range(n)]
 
-    def install(self, target: Any) -> "LostResponses":
+    def install(self, target: Any) -> LostResponses:
         """Lose responses of `target` (a boto3 client, resource or Table) from now on; returns self."""
         client = _client_of(target)
         endpoint = client._endpoint

@@ -29,7 +29,8 @@ order (7 first); `use_moto_deduplication()` removes that too.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _lock = threading.Lock()
 _original: list[Callable[..., None]] = []

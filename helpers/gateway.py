@@ -25,8 +25,9 @@ The model, honestly stated:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .clock import VirtualClock
 from .validation import BadInput

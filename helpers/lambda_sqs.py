@@ -34,8 +34,9 @@ SQS (on the virtual clock, see `sqs_clock.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 MAX_BATCH_STANDARD = 10_000
 MAX_BATCH_FIFO = 10

@@ -37,7 +37,7 @@ class CapacityMeter:
 
     calls: list[Call] = field(default_factory=list)
 
-    def install(self, target: Any) -> "CapacityMeter":
+    def install(self, target: Any) -> CapacityMeter:
         """Meter `target` (a boto3 client, resource or Table) from now on; returns self."""
         client = target if hasattr(target, "_endpoint") else target.meta.client
         client.meta.events.register("before-parameter-build.dynamodb", self._ask)

@@ -22,9 +22,9 @@ its idempotency keys). `fail_next(n)` makes the next `n` requests fail with
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from .clock import VirtualClock
 from .validation import BadInput, check_amount, check_wallet_id

@@ -20,8 +20,8 @@ import datetime as _real_dt
 import importlib
 import threading
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from .clock import VirtualClock
 from .validation import BadInput

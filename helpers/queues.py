@@ -21,8 +21,9 @@ with `clock.advance(...)` instead of a sleep.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .validation import BadInput
 
@@ -46,10 +47,13 @@ def fresh_queue(sqs: Any, name: str, *, visibility_timeout: int = 30, **attribut
     end in ``.fifo``) or ``RedrivePolicy=json.dumps({...})``. A queue of that name from an
     earlier run is deleted first, so re-running a notebook cell starts from an empty queue.
     """
-    if isinstance(visibility_timeout, bool) or not isinstance(visibility_timeout, int) or not 0 <= visibility_timeout <= 43_200:
-        raise BadInput(f"visibility_timeout must be a whole number of seconds from 0 to 43200, got {visibility_timeout!r}")
+    if (isinstance(visibility_timeout, bool) or not isinstance(visibility_timeout, int)
+            or not 0 <= visibility_timeout <= 43_200):
+        raise BadInput("visibility_timeout must be a whole number of seconds from 0 to 43200, "
+                       f"got {visibility_timeout!r}")
     if (attributes.get("FifoQueue") == "true") != name.endswith(".fifo"):
-        raise BadInput(f"a FIFO queue's name must end in '.fifo' and only a FIFO queue's may: {name!r}, FifoQueue={attributes.get('FifoQueue')!r}")
+        raise BadInput("a FIFO queue's name must end in '.fifo' and only a FIFO queue's may: "
+                       f"{name!r}, FifoQueue={attributes.get('FifoQueue')!r}")
     try:
         sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName=name)["QueueUrl"])
     except sqs.exceptions.QueueDoesNotExist:
@@ -79,7 +83,8 @@ class Consumer:
             raise TypeError(f"handle must be callable, got {type(handle).__name__}")
         crashes = set(crash_before_delete)
         if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in crashes):
-            raise BadInput(f"crash_before_delete lists deliveries by number, 1 or more, got {sorted(crashes, key=str)!r}")
+            raise BadInput("crash_before_delete lists deliveries by number, 1 or more, "
+                           f"got {sorted(crashes, key=str)!r}")
         self.sqs, self.queue_url, self.handle = sqs, queue_url, handle
         self.crash_before_delete = frozenset(crashes)
         self.timeline = timeline

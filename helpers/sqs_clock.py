@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from .clock import VirtualClock
 from .validation import BadInput

@@ -12,7 +12,8 @@ prints, so the numbers behind it are always on the page.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -88,7 +89,7 @@ def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: 
     row = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}   # the first lane on top
     span = max(float(frame["t"].max()), 1.0)
     fig, ax = plt.subplots(figsize=(10.0, 1.1 * len(lanes) + 1.2))
-    for lane, y in row.items():
+    for y in row.values():
         ax.axhline(y, color="0.85", linewidth=1, zorder=0)
     width_px = fig.get_figwidth() * fig.dpi * 0.8             # roughly the axes' width in pixels
     per_px = span * 1.28 / width_px                              # data units per pixel along x

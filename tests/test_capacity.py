@@ -104,8 +104,8 @@ def test_the_ledger_debit_transaction(sk_table):
     client, name = sk_table.meta.client, sk_table.name
     client.put_item(TableName=name, Item={"pk": "w", "sk": "wallet", "balance": 100})
     actions = [
-        {"Update": {"TableName": name, "Key": {"pk": "w", "sk": "wallet"}, "UpdateExpression": "SET balance = balance - :a",
-                    "ExpressionAttributeValues": {":a": 5}}},
+        {"Update": {"TableName": name, "Key": {"pk": "w", "sk": "wallet"},
+                    "UpdateExpression": "SET balance = balance - :a", "ExpressionAttributeValues": {":a": 5}}},
         {"Put": {"TableName": name, "Item": {"pk": "w", "sk": "req#1", "expires_at": 1_700_086_400},
                  "ConditionExpression": "attribute_not_exists(sk)"}},
     ]

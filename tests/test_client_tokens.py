@@ -96,7 +96,8 @@ def test_what_is_reported_is_not_compared(table):
     assert replay["ConsumedCapacity"] == [{"TableName": table.name, "CapacityUnits": 2.0}]
     indexes = client.transact_write_items(ClientRequestToken="token-5", TransactItems=[update],
                                           ReturnConsumedCapacity="INDEXES", ReturnItemCollectionMetrics="SIZE")
-    assert indexes["ConsumedCapacity"] == [{"TableName": table.name, "CapacityUnits": 2.0, "Table": {"CapacityUnits": 2.0}}]
+    assert indexes["ConsumedCapacity"] == [
+        {"TableName": table.name, "CapacityUnits": 2.0, "Table": {"CapacityUnits": 2.0}}]
     quiet = client.transact_write_items(ClientRequestToken="token-5", TransactItems=[update])
     assert "ConsumedCapacity" not in quiet
     assert read_balance(table, "w") == 90

@@ -12,24 +12,25 @@ being applied, or 06's 409 "in progress") sends again, as a client would; how of
 
 from __future__ import annotations
 
-import json
-
 import functools
 import itertools
+import json
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.core.models import botocore_stubber
+from summary_lines import summary
 
 import helpers
 from helpers import backends, open_wallet, read_balance
 from helpers.concurrency import race
 from helpers.payment_provider import PaymentProvider
-from summary_lines import summary
+
 from notebook_code import lesson
 
 THREADS = 32
@@ -284,7 +285,8 @@ class SavedResponseHandler(Pattern):
         problems = [repr(o) for o in outcomes if isinstance(o, BaseException)]
         if problems:
             return problems
-        winners = [i for i, o in enumerate(outcomes) if o["status"] == 201 and json.loads(o["body"])["served_by"] == f"inv-{i}"]
+        winners = [i for i, o in enumerate(outcomes)
+                   if o["status"] == 201 and json.loads(o["body"])["served_by"] == f"inv-{i}"]
         if len(winners) != 1:
             return [f"{len(winners)} copies did the work"]
         response = outcomes[winners[0]]
@@ -302,7 +304,8 @@ class SavedResponseHandler(Pattern):
         problems = [repr(o) for o in outcomes if isinstance(o, BaseException) or o["status"] != 201]
         debited = START - read_balance(self.code["wallets"], "w")
         if (debited, self.provider.charges) != (AMOUNT * THREADS, THREADS):
-            problems.append(f"{THREADS - debited // AMOUNT} debits lost, {THREADS - self.provider.charges} charges lost")
+            problems.append(f"{THREADS - debited // AMOUNT} debits lost, "
+                            f"{THREADS - self.provider.charges} charges lost")
         return problems
 
 
@@ -349,11 +352,12 @@ def test_naive_concurrent_copies_all_apply(table):
 def test_stock_moto_without_the_lock_really_loses_updates(db, table):
     """The proof that the tests above can fail: the same load through moto's own, unserialized handler."""
     stock = db._session.resource(
-        "dynamodb", endpoint_url=db.endpoint_url, config=Config(max_pool_connections=64, retries={"mode": "standard", "total_max_attempts": 1})
+        "dynamodb", endpoint_url=db.endpoint_url,
+        config=Config(max_pool_connections=64, retries={"mode": "standard", "total_max_attempts": 1}),
     ).Table(table.name)
     stock.meta.client.meta.events.register("before-send", botocore_stubber)  # moto's own handler, no lock
     wrong_rounds, errors = 0, 0
-    for round_number in range(20):
+    for _ in range(20):
         open_wallet(table, "w", 10_000)
         outcomes = race(lambda i: stock.update_item(Key={"pk": "w"}, UpdateExpression="SET balance = balance - :a",
                                                     ExpressionAttributeValues={":a": 1}), THREADS)

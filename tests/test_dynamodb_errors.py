@@ -10,8 +10,16 @@ from botocore.exceptions import ClientError
 
 import helpers
 from helpers import dynamodb_errors
-from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, KINDS,
-                                     THROTTLED, THROTTLING, DynamoDBErrors)
+from helpers.dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    KINDS,
+    THROTTLED,
+    THROTTLING,
+    DynamoDBErrors,
+)
 
 # kind -> (error code, HTTP status, applied?, does botocore's standard mode resend it by itself?)
 EXPECTED = {

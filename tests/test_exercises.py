@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from helpers.exercises import check_retry_safe_debit
+
 from notebook_code import cells, lesson
 
 NB = "03_request_id_increments.ipynb"
@@ -59,21 +60,27 @@ def test_a_debit_that_raises_is_reported_not_propagated(db):
 import pytest  # noqa: E402
 
 from helpers.exercises import (  # noqa: E402
-    check_fenced_completion, check_guarded_debit, check_ledger_debit, check_order_safe_update, check_payment_handler,
+    check_fenced_completion,
+    check_guarded_debit,
+    check_ledger_debit,
+    check_order_safe_update,
+    check_payment_handler,
     check_sign_up,
 )
 
 EXERCISES = {
     # lesson: (notebook, the reader's function, checker, what the starter's counterexample says, "accepted" answer)
     "00": ("00_why_retries_happen.ipynb", "my_handler", check_payment_handler,
-           ["botocore's own retries on", "write requests [0, 3] lost (seed 1)", "expected balance 70, your handler left 50"],
+           ["botocore's own retries on", "write requests [0, 3] lost (seed 1)",
+            "expected balance 70, your handler left 50"],
            {"status": "paid"}),
     "01": ("01_fixed_value_updates.ipynb", "my_set_status", check_order_safe_update,
            ["packed's retry arrived late", "answered 'applied' and left packed (seq 2)"], "applied"),
     "02": ("02_conditional_creates.ipynb", "my_sign_up", check_sign_up,
            ["mallory@example.com signed up as 'alice' too", "your sign-up answered 'already created'"], "created"),
     "04": ("04_where_it_stops.ipynb", "my_debit", check_guarded_debit,
-           ["lost, seed 3", "payment 2, sent when the balance was 30", "your debit answered 'insufficient funds'"], "applied"),
+           ["lost, seed 3", "payment 2, sent when the balance was 30", "your debit answered 'insufficient funds'"],
+           "applied"),
     "05": ("05_remembering_every_request.ipynb", "my_debit", check_ledger_debit,
            ["A → B → C → A → B", "lost, seed 1): expected balance 30, your debit left 40"], "applied"),
     "06": ("06_saved_responses.ipynb", "my_complete", check_fenced_completion,

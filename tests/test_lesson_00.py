@@ -14,6 +14,7 @@ from helpers import BadInput, LostResponses, open_wallet, read_balance
 from helpers.gateway import Gateway
 from helpers.sqs_clock import use_wall_clock
 from helpers.swimlanes import Timeline
+
 from notebook_code import lesson
 
 NB = "00_why_retries_happen.ipynb"

@@ -7,8 +7,8 @@ from botocore.exceptions import ReadTimeoutError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import helpers
 from helpers import BadInput, LostResponses, read_item
+
 from notebook_code import lesson
 
 NB = "01_fixed_value_updates.ipynb"

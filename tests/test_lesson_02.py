@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import BadInput, LostResponses, read_item
+from helpers import BadInput, read_item
+
 from notebook_code import lesson
 
 NB = "02_conditional_creates.ipynb"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import helpers
 from helpers import LostResponses, open_wallet, read_balance
+
 from notebook_code import lesson
 
 NB = "03_request_id_increments.ipynb"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import helpers
 from helpers import LostResponses
 from helpers.concurrency import race
+
 from notebook_code import lesson
 
 NB = "04_where_it_stops.ipynb"
@@ -143,7 +144,8 @@ def test_the_guard_makes_the_failure_ambiguous_until_all_old(nb, db, name):
     wallet_id = new_wallet(nb, table, 30)
     ambiguous, guarded = nb["debit_guarded_ambiguous"], nb["debit_guarded"]
     assert guarded(table, wallet_id, 10, "r1") == "applied"
-    assert ambiguous(table, wallet_id, 10, "r1") == ambiguous(table, wallet_id, 50, "r2") == "ConditionalCheckFailedException"
+    assert (ambiguous(table, wallet_id, 10, "r1") == ambiguous(table, wallet_id, 50, "r2")
+            == "ConditionalCheckFailedException")
     assert guarded(table, wallet_id, 10, "r1") == "already applied"
     assert guarded(table, wallet_id, 50, "r2") == "insufficient funds"
     assert nb["read_balance"](table, wallet_id) == 20
@@ -175,7 +177,8 @@ def test_a_retry_gets_no_receipt(nb, db, name):
     LostResponses(at=[0]).install(client_side)
     with pytest.raises(ReadTimeoutError):
         nb["debit_with_receipt"](client_side, wallet_id, 10, "A")
-    assert nb["debit_with_receipt"](client_side, wallet_id, 10, "A") == {"outcome": "already applied", "new_balance": None}
+    assert nb["debit_with_receipt"](client_side, wallet_id, 10, "A") == {
+        "outcome": "already applied", "new_balance": None}
     assert nb["debit_with_receipt"](table, wallet_id, 5, "B") == {"outcome": "applied", "new_balance": 85}
 
 

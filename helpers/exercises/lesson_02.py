@@ -10,7 +10,8 @@ someone else's row, concurrent sign-ups and bad input.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
@@ -41,7 +42,8 @@ def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int 
                     raise Counterexample(f"{story}, and finally got {raised(result)}: a retry of your own sign-up "
                                          "is a success ('already created'), not an error.")
                 if read_item(table, {"pk": username}) is None:
-                    raise Counterexample(f"{story}: your sign-up answered {result!r}, but there is no item {username!r}.")
+                    raise Counterexample(f"{story}: your sign-up answered {result!r}, "
+                                         f"but there is no item {username!r}.")
 
     def someone_elses_row() -> None:
         table = fresh_table(db, TABLE)
@@ -55,23 +57,25 @@ def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int 
                                  f"'alice' too: expected an error (the username is taken), your sign-up answered "
                                  f"{result!r} — mallory was told she has an account, and the row is alice's.")
         if read_item(table, {"pk": "alice"}) != before:
-            raise Counterexample("mallory@example.com signing up as 'alice' changed alice's row; it should write nothing.")
+            raise Counterexample("mallory@example.com signing up as 'alice' changed alice's row; "
+                                 "it should write nothing.")
 
     def concurrent() -> None:
         table = fresh_table(db, TABLE)
         outcomes = race(lambda i: sign_up(table, "dave", "dave@example.com"), COPIES)
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if errors:
-            raise Counterexample(f"{COPIES} copies of dave's sign-up at the same instant: one raised {raised(errors[0])}; "
+            raise Counterexample(f"{COPIES} copies of dave's sign-up at the same instant: "
+                                 f"one raised {raised(errors[0])}; "
                                  "every copy of your own sign-up should succeed.")
         emails = [f"user{i}@example.com" for i in range(COPIES)]
         outcomes = race(lambda i: sign_up(table, "eve", emails[i]), COPIES)
         winners = [emails[i] for i, o in enumerate(outcomes) if not isinstance(o, Exception)]
         stored = (read_item(table, {"pk": "eve"}) or {}).get("email")
         if len(winners) != 1 or winners[0] != stored:
-            raise Counterexample(f"{COPIES} different people signed up as 'eve' at the same instant: expected exactly one "
-                                 f"to succeed, and the row to hold that one's email; {len(winners)} were told they "
-                                 f"succeeded, and the row holds {stored!r}.")
+            raise Counterexample(f"{COPIES} different people signed up as 'eve' at the same instant: "
+                                 f"expected exactly one to succeed, and the row to hold that one's email; "
+                                 f"{len(winners)} were told they succeeded, and the row holds {stored!r}.")
 
     def bad_input() -> None:
         table = fresh_table(db, TABLE)

@@ -9,7 +9,8 @@ unsolved exercise does not stop "Run All" in a workshop.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
@@ -63,7 +64,8 @@ def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules
     errors = [o for o in outcomes if isinstance(o, Exception)]
     if errors or read_balance(table, "w") != start - amount:
         detail = f"raised {type(errors[0]).__name__}" if errors else f"left {read_balance(table, 'w')}"
-        return Verdict(False, f"16 concurrent copies of one request: expected balance {start - amount}, your debit {detail}.")
+        return Verdict(False, f"16 concurrent copies of one request: expected balance {start - amount}, "
+                              f"your debit {detail}.")
     for bad in (-5, 2.5):
         try:
             debit(table, "w", bad, "bad-input")

@@ -10,7 +10,8 @@ responses, concurrent copies and concurrent distinct debits, and bad input.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
@@ -51,7 +52,8 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
                     want = " or ".join(repr(e) for e in expected[n])
                     raise Counterexample(
                         f"{PAYMENTS} payments of {AMOUNT} from {START}, each under a request ID of its own that every "
-                        f"resend after a lost response reuses (responses of write requests {faults.lost} lost, seed {seed}): payment {n + 1}, "
+                        f"resend after a lost response reuses (responses of write requests {faults.lost} lost, "
+                        f"seed {seed}): payment {n + 1}, "
                         f"sent when the balance was {left}, should answer {want}; your debit answered {saw}.")
             if balance(table) != START - 2 * AMOUNT:
                 raise Counterexample(f"{PAYMENTS} payments of {AMOUNT} from {START}, responses of write requests "
@@ -61,10 +63,12 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
     def concurrent() -> None:
         table = new_wallet()
         outcomes = race(lambda i: debit(table, WALLET, AMOUNT, f"{run}-same"), COPIES)
-        if sorted(map(str, outcomes)) != ["already applied"] * (COPIES - 1) + ["applied"] or balance(table) != START - AMOUNT:
-            raise Counterexample(f"{COPIES} copies of one debit of {AMOUNT} from {START} at the same instant: expected one "
-                                 f"'applied', {COPIES - 1} 'already applied' and balance {START - AMOUNT}; your debit "
-                                 f"answered {_counts(outcomes)} and left {balance(table)}.")
+        if (sorted(map(str, outcomes)) != ["already applied"] * (COPIES - 1) + ["applied"]
+                or balance(table) != START - AMOUNT):
+            raise Counterexample(f"{COPIES} copies of one debit of {AMOUNT} from {START} at the same instant: "
+                                 f"expected one 'applied', {COPIES - 1} 'already applied' and balance "
+                                 f"{START - AMOUNT}; your debit answered {_counts(outcomes)} "
+                                 f"and left {balance(table)}.")
         table = new_wallet()
         outcomes = race(lambda i: debit(table, WALLET, 10, f"{run}-distinct-{i}"), COPIES)
         want = sorted(["applied"] * (START // 10) + [DECLINED] * (COPIES - START // 10))

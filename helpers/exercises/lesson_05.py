@@ -10,7 +10,8 @@ lost responses, sixteen concurrent copies, and bad input.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -63,7 +64,8 @@ def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: in
             table = new_wallet()
             faults = LostResponses(p=0.4, seed=seed).install(table)
             deliver(table, LATE, f"{run}-s{seed}",
-                    lambda: f"delivery order {' → '.join(LATE)} (amounts {_amounts()}), each resent after a lost response "
+                    lambda: f"delivery order {' → '.join(LATE)} (amounts {_amounts()}), "
+                    f"each resent after a lost response "
                     f"(responses of write requests {faults.lost} lost, seed {seed})")
 
     def concurrent() -> None:
@@ -75,8 +77,8 @@ def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: in
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if errors or balance(table) != START - 10:
             saw = f"one raised {raised(errors[0])}" if errors else f"your debit left {balance(table)}"
-            raise Counterexample(f"{COPIES} copies of one debit of 10 from {START} at the same instant: expected balance "
-                                 f"{START - 10}; {saw}.")
+            raise Counterexample(f"{COPIES} copies of one debit of 10 from {START} at the same instant: "
+                                 f"expected balance {START - 10}; {saw}.")
 
     def bad_input() -> None:
         table = new_wallet()

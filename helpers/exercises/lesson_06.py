@@ -15,7 +15,8 @@ characters), so it reads whole on GitHub.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
@@ -117,7 +118,8 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
         outcomes = race(lambda i: complete(records, KEY, holders[i], response_of(holders[i])), COPIES)
         wrong = [(h, o) for h, o in zip(holders, outcomes) if o is not (h == "inv-2")]
         if wrong or record(records) != "COMPLETED, lease inv-2, response served by inv-2":
-            detail = f"{wrong[0][0]}'s copy answered {shown(wrong[0][1])}" if wrong else f"the record is {record(records)}"
+            detail = (f"{wrong[0][0]}'s copy answered {shown(wrong[0][1])}" if wrong
+                      else f"the record is {record(records)}")
             raise Counterexample(_lines(
                 f"{COPIES // 2} copies of inv-2's completion (it holds the lease) and {COPIES // 2} of inv-1's",
                 "(its lease was taken over) at the same instant: expected True for every inv-2 copy,",

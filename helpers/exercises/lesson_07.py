@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED,
-                               THROTTLING, DynamoDBErrors)
+from ..dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    THROTTLED,
+    THROTTLING,
+    DynamoDBErrors,
+)
 from ..queues import fresh_queue
 from ..sqs_clock import use_virtual_time
 from ..tables import fresh_table, open_wallet, read_balance
@@ -165,7 +173,8 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
         except ValueError:
             pass
         except Exception as error:
-            raise Counterexample(f"a message with amount -5 should raise ValueError, got {type(error).__name__}.")
+            raise Counterexample(
+                f"a message with amount -5 should raise ValueError, got {type(error).__name__}.") from error
         else:
             raise Counterexample("a message with amount -5 was accepted;\n"
                                  "bad input should raise ValueError and write nothing.")

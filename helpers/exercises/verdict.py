@@ -10,8 +10,9 @@ exercise does not stop "Run All".
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
