@@ -326,7 +326,8 @@ def _template() -> Path | None:
     """A pristine initialised data folder to copy (built once, atomically), or None where there is none.
 
     Built the way pgserver initialises a folder (the same `initdb` arguments, as its own system user
-    when run as root), plus ``--no-sync``: a throwaway cluster need not wait for the disk.
+    when run as root), plus ``--no-sync`` (a throwaway cluster need not wait for the disk) and 1 MB WAL
+    segments instead of 16 MB (less to copy for every kernel).
     """
     if os.name != "posix":
         return None
@@ -354,7 +355,7 @@ def _template() -> Path | None:
                 ensure_prefix_permissions(data)
                 entry = pwd.getpwnam(user)
                 os.chown(data, entry.pw_uid, entry.pw_gid)
-            _commands.initdb([*INITDB_ARGS, "--no-sync"], pgdata=data, user=user, timeout=120)
+            _commands.initdb([*INITDB_ARGS, "--no-sync", "--wal-segsize=1"], pgdata=data, user=user, timeout=120)
         try:
             os.rename(data, final)                  # atomic: a half-built template is never seen
         except OSError:
