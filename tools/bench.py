@@ -17,6 +17,8 @@ Three markdown tables, ready to paste into the README:
 3. **The helpers' overhead** over a bare boto3 call: a client from `helpers.connect()`
    (faithful moto, virtual backoff) against a stock moto boto3 client, same operation, same
    table (target: within 10%).
+4. **The HTTP layer's cost per request**: notebook 09's handler called directly and through
+   its FastAPI route on uvicorn (`tools/bench_http.py`), on each backend.
 
 Times are medians of repeated runs (`time.perf_counter`); the machine is whatever this is,
 so compare ratios, not absolute numbers.
@@ -43,6 +45,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
+import bench_http  # noqa: E402
 from notebook_list import notebooks  # noqa: E402
 
 # The floor: a notebook that imports the packages the lessons import, starts a table and draws one figure.
@@ -424,6 +427,8 @@ def main() -> int:
                              bench_notebooks(paths, nbval_reps, backends)))
         sections.append((f"One logical debit, per pattern (median of {reps} debits)", bench_patterns(backends, reps)))
         sections.append(("The helpers' overhead over a bare boto3 call (moto, one thread)", bench_overhead(reps)))
+        sections.append(("The HTTP layer's cost per request (notebook 09's handler, called directly and over HTTP)",
+                         bench_http.table(backends, reps)))
         if args.tiers:
             if server is not None:
                 server.stop()
