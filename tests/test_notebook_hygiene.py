@@ -1,14 +1,16 @@
-"""Every notebook survives "Restart & Run All", then every cell run again in the same kernel.
+"""Every code cell can be run twice in a row at any point of a first walk-through, and the lesson still holds.
 
-A workshop attendee restarts, runs everything, then goes back and re-runs cells. Each
-notebook's setup must be idempotent and its "check yourself" asserts must still hold the
-second time round. This runs each notebook in a real Jupyter kernel (jupyter_client's
-KernelManager, in the notebook's folder, on the backend RETRY_BACKEND names):
+A workshop attendee runs the notebook top to bottom and, anywhere along the way, runs a cell again before
+going on. This walks each notebook once in a real Jupyter kernel (jupyter_client's KernelManager, in the
+notebook's folder, on the backend RETRY_BACKEND names), running every code cell twice in a row before the
+next one -- so each cell's second run, and every cell after it, happen after a re-run, in one kernel:
 
-1. every code cell in order (Restart & Run All): no cell raises, except cells marked
-   `# NBVAL_RAISES_EXCEPTION` or tagged `raises-exception`;
-2. every code cell in order again, in the same kernel: the same;
-3. the second run prints the same text as the first, for cells whose output nbval compares.
+1. no cell's first run raises (nor reports an error status: an unknown magic's UsageError is one), except
+   cells marked `# NBVAL_RAISES_EXCEPTION` or tagged `raises-exception`; strict nbval checks a plain
+   Restart & Run All;
+2. no cell's second run raises: its own asserts, and every later cell's, still hold;
+3. the second run prints the same text as the first, for cells whose output nbval compares;
+4. cells marked to raise really raise.
 """
 
 from __future__ import annotations
@@ -21,8 +23,15 @@ from jupyter_client.manager import KernelManager
 from nbformat.v4 import output_from_msg
 
 from notebook_kernel import (
-    CELL_TIMEOUT_SECONDS, CellRun, code_cells, kernel_env, may_raise, notebook_id, notebook_paths,
-    output_not_compared, read,
+    CELL_TIMEOUT_SECONDS,
+    CellRun,
+    code_cells,
+    kernel_env,
+    may_raise,
+    notebook_id,
+    notebook_paths,
+    output_not_compared,
+    read,
 )
 
 NOTEBOOKS = notebook_paths()
@@ -70,16 +79,20 @@ def run_cell(client, index: int, source: str) -> CellRun:
 
 
 def run_twice(path: Path, env: dict[str, str]) -> tuple[list[CellRun], list[CellRun]]:
+    """One walk through the notebook, each code cell run twice in a row: (first runs, second runs)."""
     nb = read(path)
     cells = list(code_cells(nb))
     km = KernelManager(kernel_name="python3")
     km.start_kernel(cwd=str(path.parent), env=env)
     client = km.client()
     client.start_channels()
+    first: list[CellRun] = []
+    second: list[CellRun] = []
     try:
         client.wait_for_ready(timeout=120)
-        first = [run_cell(client, i, cell.source) for i, cell in cells]
-        second = [run_cell(client, i, cell.source) for i, cell in cells]
+        for i, cell in cells:
+            first.append(run_cell(client, i, cell.source))
+            second.append(run_cell(client, i, cell.source))
     finally:
         client.stop_channels()
         km.shutdown_kernel(now=False)
