@@ -19,8 +19,9 @@ True
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 

@@ -16,10 +16,19 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 import helpers
 from helpers import LostResponses
-from helpers.dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, KINDS,
-                                     THROTTLED, THROTTLING, DynamoDBErrors)
+from helpers.dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    KINDS,
+    THROTTLED,
+    THROTTLING,
+    DynamoDBErrors,
+)
 from helpers.exercises import check_bounded_pay
 from helpers.failure_answers import botocore_resends, watch_answers
+
 from notebook_code import cells, lesson
 
 NB = "08_when_dynamodb_says_no.ipynb"

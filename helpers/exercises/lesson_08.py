@@ -19,14 +19,22 @@ reader's code:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import (CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED,
-                               THROTTLING, DynamoDBErrors)
+from ..dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    THROTTLED,
+    THROTTLING,
+    DynamoDBErrors,
+)
 from ..failure_answers import answer_of, watch_answers
 from ..tables import fresh_table, read_item
 from .display import shown
