@@ -1,0 +1,78 @@
+"""Every lesson has the one chapter shape CONTRIBUTING.md writes down, and its generated parts are up to date."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ENDING = ["## Your turn", "## What you saw", "## Sources"]
+NUMBERED = re.compile(r"^## \d")
+
+
+def test_lessons_are_numbered_00_onwards_without_gaps():
+    numbers = [p.name[:2] for p in LESSONS]
+    assert numbers == [f"{n:02d}" for n in range(len(LESSONS))], numbers
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_the_header_has_title_what_you_will_learn_and_reading_time(path):
+    header = nbformat.read(path, as_version=4).cells[0].source
+    assert re.match(rf"^# {path.name[:2]} · \S", header), f"{path.name}: the first line is '# {path.name[:2]} · Title'"
+    assert "**What you will learn**" in header, f"{path.name}: the header lists **What you will learn**"
+    assert re.search(r"\*Reading time: about \d+ minutes", header), f"{path.name}: the header gives a reading time"
+
+
+def headings(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    return [line.strip() for cell in nb.cells if cell.cell_type == "markdown"
+            for line in cell.source.splitlines() if line.startswith("## ")]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_sections_setup_first_then_your_turn_what_you_saw_sources(path):
+    found = headings(path)
+    assert found[0] == "## Setup", f"{path.name}: the first section is '## Setup', not {found[0]!r}"
+    assert found[-3:] == ENDING, f"{path.name}: it ends with {ENDING}, not {found[-3:]}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_numbered_sections_are_numbered_one_way(path):
+    numbered = [h for h in headings(path) if NUMBERED.match(h)]
+    wrong = [h for h in numbered if not re.match(r"^## \d+ · \S", h)]
+    assert not wrong, f"{path.name}: number sections as '## 1 · Title': {wrong}"
+    numbers = [int(re.match(r"^## (\d+)", h)[1]) for h in numbered]
+    assert numbers == list(range(1, len(numbers) + 1)), f"{path.name}: sections numbered {numbers}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_setup_imports_and_the_lesson_code_are_tagged(path):
+    nb = nbformat.read(path, as_version=4)
+    tags = [tag for cell in nb.cells if cell.cell_type == "code" for tag in cell.metadata.get("tags", [])]
+    assert "imports" in tags, f"{path.name}: the setup cell is tagged 'imports'"
+    assert "lesson" in tags, f"{path.name}: the cells a reader edits, and tests run, are tagged 'lesson'"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_sources_link_at_least_three_pages_and_the_exercise_has_a_solution(path):
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    sources = text.split("## Sources", 1)[1]
+    links = {a or b for a, b in re.findall(r"\]\((https?://[^)\s]+)\)|<(https?://[^>\s]+)>", sources)}  # [](url), <url>
+    assert len(links) >= 3, f"{path.name}: Sources links {len(links)} pages; at least three"
+    solution = ROOT / "notebooks" / "solutions" / f"{path.stem}_solution.ipynb"
+    assert solution.exists(), f"{path.name}: its exercise needs notebooks/solutions/{solution.name}"
+
+
+def test_navigation_and_the_lesson_lists_are_generated_and_up_to_date():
+    """tools/add_navigation.py writes every header's and footer's navigation, the solutions' back links, the
+    README's course table (with each lesson's reading time) and story, and 00's map: nothing is typed twice."""
+    result = subprocess.run([sys.executable, "tools/add_navigation.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, "run `python tools/add_navigation.py`:\n" + result.stdout + result.stderr
