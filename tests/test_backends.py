@@ -11,7 +11,8 @@ import textwrap
 import pytest
 
 import helpers
-from helpers import backends, dynamodb_local
+from helpers import backends
+from helpers.fidelity import dynamodb_local
 
 
 def test_unknown_backend_names_the_choices():

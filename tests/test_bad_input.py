@@ -24,8 +24,9 @@ import pytest
 from summary_lines import summary
 
 import helpers
-from helpers import backends, dynamodb_local, validation
-from helpers.payment_provider import PaymentProvider
+from helpers import backends, validation
+from helpers.fidelity import dynamodb_local
+from helpers.services.payment_provider import PaymentProvider
 
 from notebook_code import lesson
 

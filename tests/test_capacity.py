@@ -1,7 +1,7 @@
 """ConsumedCapacity: the figures DynamoDB Local reports, and the moto default reports the same.
 
 Every expected number below was measured on DynamoDB Local 3.3.1; the same test runs on moto
-(where `helpers/faithful_moto.py` rewrites moto's own, wrong, figures). Items are kept well
+(where `helpers/fidelity/faithful_moto.py` rewrites moto's own, wrong, figures). Items are kept well
 away from KB boundaries, where exact byte counts could differ.
 """
 
@@ -12,7 +12,7 @@ import itertools
 import pytest
 from botocore.exceptions import ClientError
 
-from helpers import capacity
+from helpers.fidelity import capacity
 
 _keys = itertools.count()
 

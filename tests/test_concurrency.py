@@ -29,7 +29,7 @@ from summary_lines import summary
 import helpers
 from helpers import backends, open_wallet, read_balance
 from helpers.concurrency import race
-from helpers.payment_provider import PaymentProvider
+from helpers.services.payment_provider import PaymentProvider
 
 from notebook_code import lesson
 
@@ -140,7 +140,7 @@ class DebitPattern(Pattern):
 
     def reset(self) -> None:
         if self.sort_key:   # the ledger's markers: an empty table each round (moto copies a table per transaction)
-            helpers.tables._empty(self.table, ["pk", "sk"])
+            helpers.empty_table(self.table, ["pk", "sk"])
         self.open_wallet(self.table, "w", START)
 
     def send(self, key: str, i: int) -> Any:
@@ -194,7 +194,7 @@ class ConditionalCreate(Pattern):
         self.table = fresh()
 
     def reset(self) -> None:
-        helpers.tables._empty(self.table, ["pk"])
+        helpers.empty_table(self.table, ["pk"])
 
     def send(self, key, i):
         return self.code["create_checked"](self.table, key, "alice", 25)
@@ -231,7 +231,7 @@ class GuardedStatusUpdate(Pattern):
         self.table = fresh()
 
     def reset(self) -> None:
-        helpers.tables._empty(self.table, ["pk"])
+        helpers.empty_table(self.table, ["pk"])
 
     def send(self, key, i):
         return self.code["advance_status"](self.table, key, "shipped")
@@ -274,8 +274,8 @@ class SavedResponseHandler(Pattern):
     def reset(self) -> None:
         code = self.code
         code["provider"] = self.provider = PaymentProvider(code["db"].clock)
-        helpers.tables._empty(code["wallets"], ["pk"])
-        helpers.tables._empty(code["records"], ["pk"])
+        helpers.empty_table(code["wallets"], ["pk"])
+        helpers.empty_table(code["records"], ["pk"])
         open_wallet(code["wallets"], "w", START)
 
     def send(self, key, i):

@@ -1,4 +1,4 @@
-"""helpers/gateway.py: a deadline in virtual time; API Gateway's 504 while the handler commits anyway."""
+"""helpers/services/gateway.py: a deadline in virtual time; API Gateway's 504 while the handler commits anyway."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from helpers import BadInput, VirtualClock
-from helpers.gateway import REST_API_INTEGRATION_TIMEOUT, Gateway, HandlerFailed, invoke
+from helpers.services.gateway import REST_API_INTEGRATION_TIMEOUT, Gateway, HandlerFailed, invoke
 from helpers.swimlanes import Timeline
 
 

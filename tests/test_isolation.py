@@ -47,7 +47,7 @@ def alive(pid: int) -> bool:
 
 
 def java_available() -> None:
-    from helpers.dynamodb_local import DynamoDBLocalUnavailable, find_jar_dir, java_command
+    from helpers.fidelity.dynamodb_local import DynamoDBLocalUnavailable, find_jar_dir, java_command
 
     try:
         java_command()
@@ -79,7 +79,7 @@ def test_dynamodb_local_goes_with_the_process_that_started_it(sig):
 
 def test_two_kernels_on_one_dynamodb_local_keep_their_tables_apart():
     java_available()
-    from helpers.dynamodb_local import DynamoDBLocalServer
+    from helpers.fidelity.dynamodb_local import DynamoDBLocalServer
 
     server = DynamoDBLocalServer()
     try:

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
-from helpers.call_counter import CallCounter
 from helpers.concurrency import race
 from helpers.dynamodb_errors import (
     CONFLICT,
@@ -25,8 +24,9 @@ from helpers.dynamodb_errors import (
     DynamoDBErrors,
 )
 from helpers.exercises import check_fenced_completion
-from helpers.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
-from helpers.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
+from helpers.meter import CallCounter
+from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
+from helpers.services.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
 
 from notebook_code import lesson
 
@@ -443,7 +443,7 @@ def test_powertools_clock_bad_input():
     assert context.get_remaining_time_in_millis() == 0
 
 
-def test_call_counter(table):
+def test_callcounter_counts_requests(table):
     counter = CallCounter().watch(table)
     table.put_item(Item={"pk": "a"})
     table.get_item(Key={"pk": "a"})

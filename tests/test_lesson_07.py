@@ -13,10 +13,10 @@ from helpers import BadInput, WalletNotFound
 from helpers.concurrency import race
 from helpers.dynamodb_errors import ERROR_500_APPLIED, KINDS, DynamoDBErrors
 from helpers.exercises import check_safe_consumer
-from helpers.fifo_dedup import use_aws_deduplication, use_moto_deduplication
-from helpers.lambda_sqs import LambdaPoller
-from helpers.queues import fresh_queue
-from helpers.sqs_clock import use_wall_clock
+from helpers.services.fifo_dedup import use_aws_deduplication, use_moto_deduplication
+from helpers.services.lambda_sqs import LambdaPoller
+from helpers.services.queues import fresh_queue
+from helpers.services.sqs_clock import use_wall_clock
 
 from notebook_code import cells, lesson
 

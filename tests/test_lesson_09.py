@@ -17,7 +17,7 @@ import helpers
 from helpers.concurrency import race
 from helpers.dynamodb_errors import CONFLICT, KINDS, DynamoDBErrors
 from helpers.exercises import check_retrying_client
-from helpers.payment_provider import PaymentProvider
+from helpers.services.payment_provider import PaymentProvider
 
 from notebook_code import cells, lesson
 

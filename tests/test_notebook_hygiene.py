@@ -45,7 +45,7 @@ def backend_env():
     if os.environ.get("RETRY_BACKEND", "moto").strip().lower() == "dynamodb-local" and not os.environ.get(
         "RETRY_DYNAMODB_ENDPOINT"
     ):
-        from helpers.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
+        from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
 
         try:
             server = DynamoDBLocalServer()

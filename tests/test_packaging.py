@@ -40,7 +40,7 @@ def test_the_wheel_holds_every_helper_module_and_the_java_launcher(wheel):
     names = set(wheel.namelist())
     missing = [f for f in tracked_helpers() if f not in names]
     assert missing == [], f"left out of a non-editable install: {missing}"
-    assert "helpers/exercises/verdict.py" in names and "helpers/java/LoopbackDynamoDBLocal.java" in names
+    assert "helpers/exercises/verdict.py" in names and "helpers/fidelity/java/LoopbackDynamoDBLocal.java" in names
 
 
 def test_the_wheel_carries_the_license_pyproject_names(wheel):

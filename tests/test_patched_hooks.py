@@ -58,23 +58,23 @@ def test_a_real_client_has_the_endpoint_attributes_the_injectors_use():
 
 
 def test_botocore_retry_handler_is_found_and_its_jitter_pinned():
-    """helpers/virtual_backoff.py finds the retry handler by unique id and pins its random jitter."""
+    """helpers/fidelity/virtual_backoff.py finds the retry handler by unique id and pins its random jitter."""
     import helpers
 
     client = helpers.connect().client(sdk_retries=True)
     unique_id = f"retry-config-{client.meta.service_model.service_id.hyphenize()}"
     handlers = client.meta.events._emitter._unique_id_handlers
     assert unique_id in handlers, broken("botocore", f"emitter._unique_id_handlers[{unique_id!r}]",
-                                         "helpers/virtual_backoff.py")
+                                         "helpers/fidelity/virtual_backoff.py")
     handler = handlers[unique_id]["handler"]
     # once installed, the registered handler is virtual_backoff's own; botocore's RetryHandler is in its closure
     owner = getattr(handler, "__self__", None) or next(
         (cell.cell_contents for cell in handler.__closure__ or () if hasattr(cell.cell_contents, "needs_retry")), None)
     assert owner is not None and hasattr(owner, "needs_retry"), broken(
-        "botocore", "the retry handler's needs_retry", "helpers/virtual_backoff.py")
+        "botocore", "the retry handler's needs_retry", "helpers/fidelity/virtual_backoff.py")
     backoff = owner._retry_policy._retry_backoff
     assert backoff._random() == 1.0, broken("botocore", "_retry_policy._retry_backoff._random",
-                                            "helpers/virtual_backoff.py")
+                                            "helpers/fidelity/virtual_backoff.py")
 
 
 def test_moto_stubber_and_raw_response():
@@ -82,9 +82,9 @@ def test_moto_stubber_and_raw_response():
     from moto.core.models import botocore_stubber
 
     assert callable(botocore_stubber), broken("moto", "moto.core.models.botocore_stubber",
-                                              "helpers/faithful_moto.py, backends.py")
+                                              "helpers/fidelity/faithful_moto.py, backends.py")
     assert parameters(MockRawResponse)[:1] == ["response_input"], broken(
-        "moto", "moto.core.botocore_stubber.MockRawResponse(response_input)", "helpers/faithful_moto.py")
+        "moto", "moto.core.botocore_stubber.MockRawResponse(response_input)", "helpers/fidelity/faithful_moto.py")
 
 
 def test_moto_dynamodb_backend_tables_have_key_attributes():
@@ -99,32 +99,33 @@ def test_moto_dynamodb_backend_tables_have_key_attributes():
     table = helpers.fresh_table(db, "guard-hooks", sort_key="sk")
     moto_table = dynamodb_backends[DEFAULT_ACCOUNT_ID][helpers.backends.REGION].get_table(table.name)
     assert (moto_table.hash_key_attr, moto_table.range_key_attr) == ("pk", "sk"), broken(
-        "moto", "dynamodb_backends[account][region].get_table(name).hash_key_attr", "helpers/faithful_moto.py")
+        "moto", "dynamodb_backends[account][region].get_table(name).hash_key_attr", "helpers/fidelity/faithful_moto.py")
 
 
 @pytest.mark.parametrize("name", ["unix_time", "unix_time_millis"])
 def test_moto_sqs_reads_its_time_through_module_functions(name):
     module = importlib.import_module("moto.sqs.models")
-    assert callable(getattr(module, name, None)), broken("moto", f"moto.sqs.models.{name}", "helpers/sqs_clock.py")
+    assert callable(getattr(module, name, None)), broken("moto", f"moto.sqs.models.{name}",
+                                                         "helpers/services/sqs_clock.py")
     assert f"{name}(" in inspect.getsource(module), broken("moto", f"moto.sqs.models calling {name}()",
-                                                          "helpers/sqs_clock.py")
+                                                          "helpers/services/sqs_clock.py")
 
 
 def test_moto_sqs_queue_and_backend_methods():
     from moto.sqs.models import Queue, SQSBackend
 
     assert parameters(Queue.add_message)[:2] == ["self", "message"], broken(
-        "moto", "Queue.add_message(self, message)", "helpers/fifo_dedup.py")
+        "moto", "Queue.add_message(self, message)", "helpers/services/fifo_dedup.py")
     assert parameters(SQSBackend.receive_message)[:2] == ["self", "queue_name"], broken(
-        "moto", "SQSBackend.receive_message(self, queue_name, ...)", "helpers/fifo_dedup.py")
+        "moto", "SQSBackend.receive_message(self, queue_name, ...)", "helpers/services/fifo_dedup.py")
 
 
 def test_powertools_modules_import_datetime_as_dt():
     import datetime
 
-    from helpers.powertools_clock import POWERTOOLS_MODULES
+    from helpers.services.powertools_clock import POWERTOOLS_MODULES
 
     for name in POWERTOOLS_MODULES:
         module = importlib.import_module(name)
         assert getattr(module, "dt", None) is datetime, broken(
-            "aws-lambda-powertools", f"{name} `import datetime as dt`", "helpers/powertools_clock.py")
+            "aws-lambda-powertools", f"{name} `import datetime as dt`", "helpers/services/powertools_clock.py")

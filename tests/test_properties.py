@@ -42,7 +42,7 @@ from summary_lines import summary_from
 import helpers
 from helpers import LostResponses, backends
 from helpers.concurrency import race
-from helpers.payment_provider import PaymentProvider
+from helpers.services.payment_provider import PaymentProvider
 
 from notebook_code import lesson
 
@@ -127,7 +127,7 @@ def empty_now_and_then(*tables: Any) -> None:
     if next(_emptied) % EMPTY_EVERY:
         return
     for table in tables:
-        helpers.tables._empty(table, [k["AttributeName"] for k in table.key_schema])
+        helpers.empty_table(table)
 
 
 # --- schedules ------------------------------------------------------------------------------
@@ -515,7 +515,7 @@ message_deliveries = st.lists(
 
 @pytest.fixture(scope="module")
 def consumers():
-    from helpers.sqs_clock import use_wall_clock
+    from helpers.services.sqs_clock import use_wall_clock
 
     code = nb(NB07)                     # its imports cell puts moto's SQS on its clock: give it back after
     yield code

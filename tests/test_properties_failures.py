@@ -69,7 +69,7 @@ def empty_now_and_then(*tables: Any) -> None:
     so a table that kept every example's markers would make example n cost O(n) (see test_properties.py)."""
     if next(_examples) % EMPTY_EVERY == 0:
         for table in tables:
-            helpers.tables._empty(table, [k["AttributeName"] for k in table.key_schema])
+            helpers.empty_table(table)
 
 schedules = st.lists(st.one_of(st.none(), st.sampled_from(KINDS)), min_size=0, max_size=6)
 

@@ -1,4 +1,5 @@
-"""helpers/queues.py: a consumer that crashes before DeleteMessage sees the message again, on the virtual clock."""
+"""helpers/services/queues.py: a consumer that crashes before DeleteMessage sees the message again,
+on the virtual clock."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 
 import helpers
 from helpers import BadInput
-from helpers.queues import Consumer, fresh_queue
-from helpers.sqs_clock import use_virtual_time, use_wall_clock
+from helpers.services.queues import Consumer, fresh_queue
+from helpers.services.sqs_clock import use_virtual_time, use_wall_clock
 from helpers.swimlanes import Timeline
 
 

@@ -233,7 +233,7 @@ class Rig:
         import helpers
 
         for table in self.tables.values():
-            helpers.tables._empty(table, [k["AttributeName"] for k in table.key_schema])
+            helpers.empty_table(table)
         self.wallet().put_item(Item={**self.wallet_key, "balance": 10**15})
 
     def wallet(self) -> Any:
@@ -246,7 +246,7 @@ class Rig:
 def patterns_child(reps: int) -> dict[str, Any]:
     """In a process of its own (RETRY_BACKEND set): measure each notebook pattern; return JSON-ready results."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from helpers.payment_provider import PaymentProvider
+    from helpers.services.payment_provider import PaymentProvider
 
     from notebook_code import lesson
 
@@ -413,7 +413,7 @@ def main() -> int:
         if not args.skip_dynamodb_local:
             endpoint = os.environ.get("RETRY_DYNAMODB_ENDPOINT")
             if not endpoint:
-                from helpers.dynamodb_local import DynamoDBLocalServer
+                from helpers.fidelity.dynamodb_local import DynamoDBLocalServer
 
                 server = DynamoDBLocalServer()  # one server for the whole run
                 endpoint = server.endpoint_url

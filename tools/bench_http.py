@@ -44,7 +44,7 @@ def child(reps: int) -> dict[str, dict[str, float]]:
     import requests
 
     import helpers
-    from helpers.payment_provider import PaymentProvider
+    from helpers.services.payment_provider import PaymentProvider
 
     from notebook_code import lesson
 
@@ -57,7 +57,7 @@ def child(reps: int) -> dict[str, dict[str, float]]:
 
         def empty() -> None:
             for table in (nb["wallets"], nb["records"]):
-                helpers.tables._empty(table, ["pk"])
+                helpers.empty_table(table, ["pk"])
             helpers.open_wallet(nb["wallets"], "bench", 10**15)
 
         def headers(key: str) -> dict[str, str]:
@@ -147,7 +147,7 @@ def backends_to_run(skip_dynamodb_local: bool) -> tuple[dict[str, dict[str, str]
         endpoint = os.environ.get("RETRY_DYNAMODB_ENDPOINT")
         if not endpoint:
             sys.path.insert(0, str(ROOT))
-            from helpers.dynamodb_local import DynamoDBLocalServer
+            from helpers.fidelity.dynamodb_local import DynamoDBLocalServer
 
             server = DynamoDBLocalServer()
             endpoint = server.endpoint_url

@@ -6,7 +6,7 @@
 Each probe runs against three targets, each in a process of its own:
 
 * **stock moto**: plain `moto.mock_aws()` and a plain boto3 client (no helpers);
-* **default**: `helpers.connect("moto")`, i.e. moto made faithful by `helpers/faithful_moto.py`;
+* **default**: `helpers.connect("moto")`, i.e. moto made faithful by `helpers/fidelity/faithful_moto.py`;
 * **DynamoDB Local**: `helpers.connect("dynamodb-local")`, one server started for the run.
 
 The result is a markdown table, ready to paste into the README. Nothing here is timed:
@@ -374,7 +374,7 @@ def versions() -> str:
     import boto3
     import moto
 
-    from helpers.dynamodb_local import NPM_PACKAGE
+    from helpers.fidelity.dynamodb_local import NPM_PACKAGE
 
     return f"moto {moto.__version__}, boto3 {boto3.__version__}, DynamoDB Local from npm {NPM_PACKAGE}"
 
@@ -411,7 +411,7 @@ def main() -> int:
     env.pop("AWS_PROFILE", None)
     server = None
     if "dynamodb-local" in args.targets and not env.get("RETRY_DYNAMODB_ENDPOINT"):
-        from helpers.dynamodb_local import DynamoDBLocalServer
+        from helpers.fidelity.dynamodb_local import DynamoDBLocalServer
 
         server = DynamoDBLocalServer()
         env["RETRY_DYNAMODB_ENDPOINT"] = server.endpoint_url

@@ -62,7 +62,7 @@ def backend_env(backend: str) -> tuple[dict[str, str] | None, Any, str]:
     """The tier's environment and the DynamoDB Local it shares (None: skip the tier, with the reason)."""
     env = dict(os.environ, RETRY_BACKEND=backend, PYTHONHASHSEED="0")
     if backend == "dynamodb-local" and not env.get("RETRY_DYNAMODB_ENDPOINT"):
-        from helpers.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
+        from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
 
         try:
             server = DynamoDBLocalServer()  # one server for the whole tier; each process keeps its own tables

@@ -16,6 +16,8 @@ raises for a wrong answer, so an unsolved exercise does not stop "Run All".
     lesson_07  check_safe_consumer       a queue consumer that is safe under redelivery and resends
     lesson_08  check_bounded_pay         a payment that resends what is safe to resend, and nothing else
     lesson_09  check_retrying_client     an HTTP client that pays once, however its responses are lost
+    lesson_10  check_outbox_worker       an outbox worker that charges every payment once (import it from
+                                         helpers.exercises.lesson_10: it needs PostgreSQL)
     verdict    Verdict, and the steps every checker shares
     display    shown(): a checker's verdict displayed wrapped to 100 characters a line
 """

@@ -35,8 +35,8 @@ from ..dynamodb_errors import (
     THROTTLING,
     DynamoDBErrors,
 )
-from ..queues import fresh_queue
-from ..sqs_clock import use_virtual_time
+from ..services.queues import fresh_queue
+from ..services.sqs_clock import use_virtual_time
 from ..tables import fresh_table, open_wallet, read_balance
 from .verdict import Counterexample, Verdict, raised, verdict
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from ..clock import VirtualClock
 from ..concurrency import race
-from ..payment_provider import PaymentProvider
 from ..postgres import Postgres, postgres
+from ..services.payment_provider import PaymentProvider
 from .verdict import Counterexample, Verdict, answer, raised, verdict
 
 Deliver = Callable[[Any, PaymentProvider], Any]

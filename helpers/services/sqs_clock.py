@@ -22,8 +22,8 @@ import importlib
 import threading
 from collections.abc import Callable
 
-from .clock import VirtualClock
-from .validation import BadInput
+from ..clock import VirtualClock
+from ..validation import BadInput
 
 SQS_MODULE = "moto.sqs.models"
 _lock = threading.Lock()

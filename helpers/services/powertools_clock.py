@@ -23,8 +23,8 @@ import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .clock import VirtualClock
-from .validation import BadInput
+from ..clock import VirtualClock
+from ..validation import BadInput
 
 POWERTOOLS_MODULES = (
     "aws_lambda_powertools.utilities.idempotency.base",

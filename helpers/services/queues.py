@@ -14,7 +14,7 @@ after the visibility timeout. That is how a consumer says "nothing was written,
 try again" -- e.g. when DynamoDB cancelled its transaction for a conflict.
 
 SQS always comes from moto here. Put moto's SQS on the virtual clock first
-(`helpers.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
+(`helpers.services.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
 with `clock.advance(...)` instead of a sleep.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .validation import BadInput
+from ..validation import BadInput
 
 
 @dataclass(frozen=True)

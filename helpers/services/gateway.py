@@ -29,23 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .clock import VirtualClock
-from .validation import BadInput
+from ..clock import VirtualClock
+from ..validation import BadInput
+from .invocation import Invocation
 
 REST_API_INTEGRATION_TIMEOUT = 29.0  # seconds, API Gateway's default for REST APIs
 
 Handler = Callable[[Any], "tuple[Any, float]"]
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """What a caller with a deadline got from one handler invocation."""
-
-    timed_out: bool          # the deadline passed before the handler answered
-    body: Any                # the handler's answer (returned to nobody if timed_out)
-    started_at: float        # virtual time of the invocation
-    finished_at: float       # when the handler finished (may be after the deadline)
-    answered_at: float       # when the caller stopped waiting: the answer, or the deadline
 
 
 @dataclass(frozen=True)
@@ -79,19 +69,21 @@ def _run(handler: Handler, event: Any) -> tuple[Any, float]:
     return body, float(seconds)
 
 
-def invoke(clock: VirtualClock, handler: Handler, event: Any, *, timeout: float) -> Invocation:
+def invoke(clock: VirtualClock, handler: Handler, event: Any, *, timeout: float, number: int = 1) -> Invocation:
     """Call `handler(event)` and wait for it at most `timeout` virtual seconds.
 
     The clock ends at the answer, or at the deadline if the handler ran longer.
     Raises `HandlerFailed` if the handler raised, `TypeError` / `BadInput` if it
-    broke the ``(body, seconds)`` contract.
+    broke the ``(body, seconds)`` contract. `number` numbers the `Invocation`
+    (a `Gateway` counts its own).
     """
     timeout = _check_timeout(timeout, "timeout")
     started = clock.now()
     body, seconds = _run(handler, event)
     timed_out = seconds > timeout
     clock.advance(timeout if timed_out else seconds)
-    return Invocation(timed_out, body, started, started + seconds, clock.now())
+    return Invocation(number=number, body=body, timed_out=timed_out,
+                      started_at=started, finished_at=started + seconds, answered_at=clock.now())
 
 
 class Gateway:
@@ -133,7 +125,8 @@ class Gateway:
         """Forward `event` to `handler`; 200 with its answer, 504 past the integration timeout, 502 if it raised."""
         self._note("gateway", "invokes the handler", to="handler")
         try:
-            invocation = invoke(self.clock, handler, event, timeout=self.integration_timeout)
+            invocation = invoke(self.clock, handler, event, timeout=self.integration_timeout,
+                                number=len(self.invocations) + 1)
         except HandlerFailed:
             self._note("handler", "raised an error", to="gateway")
             self._note("gateway", "502 to the caller", to="client")

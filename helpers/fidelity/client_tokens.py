@@ -28,7 +28,7 @@ from typing import Any
 from botocore.awsrequest import AWSResponse
 from moto.core.botocore_stubber import MockRawResponse
 
-from .clock import VirtualClock
+from ..clock import VirtualClock
 
 WINDOW_SECONDS = 600.0
 MAX_TOKEN_LENGTH = 36

@@ -35,9 +35,9 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber
 
+from ..clock import VirtualClock
 from . import capacity
 from .client_tokens import TokenLedger
-from .clock import VirtualClock
 
 
 class LeftTheMachine(RuntimeError):

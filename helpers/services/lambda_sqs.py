@@ -35,26 +35,14 @@ SQS (on the virtual clock, see `sqs_clock.py`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from .invocation import Invocation
 
 MAX_BATCH_STANDARD = 10_000
 MAX_BATCH_FIFO = 10
 MAX_WITHOUT_WINDOW = 10
 MAX_WINDOW_SECONDS = 300
-
-
-@dataclass
-class Invocation:
-    """One invocation of the function with one batch."""
-
-    number: int
-    message_ids: list[str]
-    receive_counts: list[int]
-    deleted: list[str] = field(default_factory=list)
-    returned_to_queue: list[str] = field(default_factory=list)
-    error: str | None = None
-    deleted_after_failure: list[str] = field(default_factory=list)  # FIFO: order broken
 
 
 class LambdaPoller:
@@ -110,8 +98,8 @@ class LambdaPoller:
             return None
         event = {"Records": [_record(m) for m in messages]}
         ids = [m["MessageId"] for m in messages]
-        invocation = Invocation(len(self.invocations) + 1, ids,
-                                [int(m["Attributes"]["ApproximateReceiveCount"]) for m in messages])
+        invocation = Invocation(number=len(self.invocations) + 1, message_ids=ids,
+                                receive_counts=[int(m["Attributes"]["ApproximateReceiveCount"]) for m in messages])
         self.invocations.append(invocation)
         try:
             response = self.handler(event, None)
@@ -119,6 +107,7 @@ class LambdaPoller:
             invocation.error = f"{type(error).__name__}: {error}"
             invocation.returned_to_queue = ids
             return invocation
+        invocation.body = response
         failed = self._failed_ids(response, ids) if self.report_batch_item_failures else []
         if failed is None:  # an invalid response fails the whole batch
             invocation.error = "invalid batchItemFailures"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .clock import VirtualClock
+from ..clock import VirtualClock
 
 
 def use_virtual_backoff(client: Any, clock: VirtualClock) -> None:

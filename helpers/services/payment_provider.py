@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .clock import VirtualClock
-from .validation import BadInput, check_amount, check_wallet_id
+from ..clock import VirtualClock
+from ..validation import BadInput, check_amount, check_wallet_id
 
 KEY_WINDOW_SECONDS = 24 * 3600.0
 MAX_KEY_LENGTH = 255  # Stripe: "Idempotency keys are up to 255 characters long"

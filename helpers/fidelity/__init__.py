@@ -1,0 +1,11 @@
+"""What makes each backend answer like DynamoDB: moto's patches, and DynamoDB Local itself.
+
+A notebook rarely opens these; `helpers.connect()` installs them. Each module has one job:
+
+    faithful_moto     moto made atomic, and ClientRequestToken honoured
+    client_tokens     DynamoDB's ClientRequestToken rules
+    capacity          the capacity units DynamoDB Local reports, as rules (moto's own are wrong)
+    virtual_backoff   botocore's retry backoff on the virtual clock
+    dynamodb_local    find, start and stop AWS's DynamoDB Local (its launcher is java/)
+    java/             LoopbackDynamoDBLocal.java: DynamoDB Local on 127.0.0.1 only, gone with its parent
+"""
