@@ -62,6 +62,31 @@ def table(fresh):
     return fresh()
 
 
+# --- tests that do not touch a backend run once, on the moto tier ---------------------------------------
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "backend_independent: reads files or libraries only (rendering, chapter shape, packaging); "
+        "run on the moto tier only, since another backend would repeat the same check")
+
+
+def pytest_collection_modifyitems(config, items):
+    """On a tier other than moto, deselect the tests marked backend_independent (they ran on moto)."""
+    backend = helpers.backends.backend_name()
+    if backend == "moto":
+        return
+    keep = [item for item in items if item.get_closest_marker("backend_independent") is None]
+    dropped = [item for item in items if item.get_closest_marker("backend_independent") is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        from summary_lines import summary
+
+        files = sorted({item.path.name for item in dropped})
+        summary(f"backend-independent on {backend}").append(
+            f"{len(dropped)} tests in {len(files)} files run on the moto tier only: {', '.join(files)}")
+
+
 # --- one terminal summary for every module's counts (tests/summary_lines.py), under xdist too -------------
 
 _from_workers: dict[str, list[str]] = {}
@@ -88,6 +113,8 @@ def pytest_terminal_summary(terminalreporter):
     for title, lines in _from_workers.items():
         sections.setdefault(title, []).extend(lines)
     for title, lines in sections.items():
+        if title.startswith("backend-independent"):   # every worker deselected the same tests: say it once
+            lines = list(dict.fromkeys(lines))
         terminalreporter.write_sep("-", title)
         for line in lines:
             terminalreporter.write_line(line)

@@ -10,6 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.backend_independent  # the same on every backend: run on the moto tier only
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ENDING = ["## Your turn", "## What you saw", "## Sources"]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.backend_independent  # the same on every backend: run on the moto tier only
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.backend_independent  # the same on every backend: run on the moto tier only
+
 HELPERS = Path(__file__).resolve().parent.parent / "helpers"
 PACKAGES = sorted(p.parent for p in HELPERS.rglob("__init__.py") if "__pycache__" not in p.parts)
 ENTRY = re.compile(r"^    (?P<names>[a-z_0-9]+/?(?:, [a-z_0-9]+/?)*)(?: |$)")

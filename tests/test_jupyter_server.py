@@ -24,6 +24,8 @@ import pytest
 
 from notebook_kernel import ROOT, code_cells, kernel_env, may_raise, output_not_compared, read
 
+pytestmark = pytest.mark.backend_independent  # the same on every backend: run on the moto tier only
+
 NOTEBOOK = "notebooks/03_request_id_increments.ipynb"
 START_TIMEOUT_SECONDS = 30
 CELL_TIMEOUT_SECONDS = 60

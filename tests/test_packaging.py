@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.backend_independent  # the same on every backend: run on the moto tier only
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -15,6 +15,8 @@ from importlib.metadata import version
 
 import pytest
 
+pytestmark = pytest.mark.backend_independent  # the same on every backend: run on the moto tier only
+
 PINNED = {name: version(name) for name in ("botocore", "moto", "aws-lambda-powertools")}
 
 
@@ -129,3 +131,21 @@ def test_powertools_modules_import_datetime_as_dt():
         module = importlib.import_module(name)
         assert getattr(module, "dt", None) is datetime, broken(
             "aws-lambda-powertools", f"{name} `import datetime as dt`", "helpers/services/powertools_clock.py")
+
+
+def test_moto_backs_up_whole_tables_with_copy_deepcopy_and_restores_them():
+    """helpers/fidelity/item_rollback.py stands in for moto's whole-table copy inside TransactWriteItems."""
+    from helpers.fidelity import item_rollback
+
+    hook = "DynamoDBBackend.transact_write_items (copy.deepcopy(self.tables[...]), then self.tables[...] = backup)"
+    source = inspect.getsource(item_rollback._stock_transact)
+    assert "copy.deepcopy(\n                    self.tables[table_name]" in source or \
+        "copy.deepcopy(self.tables[table_name])" in source, broken("moto", hook, "helpers/fidelity/item_rollback.py")
+    assert "self.tables[table_name] = original_table_state[table_name]" in source, broken(
+        "moto", hook, "helpers/fidelity/item_rollback.py")
+    assert parameters(item_rollback._stock_transact) == ["self", "transact_items"], broken(
+        "moto", hook, "helpers/fidelity/item_rollback.py")
+    from moto.dynamodb.models.table import Table
+
+    assert "self.items = defaultdict(dict)" in inspect.getsource(
+        Table.__init__), broken("moto", "Table.items ([hash] or [hash][range])", "helpers/fidelity/item_rollback.py")

@@ -4,6 +4,7 @@ A notebook rarely opens these; `helpers.connect()` installs them. Each module ha
 
     faithful_moto     moto made atomic, and ClientRequestToken honoured
     client_tokens     DynamoDB's ClientRequestToken rules
+    item_rollback     moto's transactions rolled back item by item (stock copies whole tables)
     capacity          the capacity units DynamoDB Local reports, as rules (moto's own are wrong)
     virtual_backoff   botocore's retry backoff on the virtual clock
     dynamodb_local    find, start and stop AWS's DynamoDB Local (its launcher is java/)

@@ -36,8 +36,10 @@ from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber
 
 from ..clock import VirtualClock
-from . import capacity
+from . import capacity, item_rollback
 from .client_tokens import TokenLedger
+
+item_rollback.install()
 
 
 class LeftTheMachine(RuntimeError):
@@ -61,11 +63,12 @@ class FaithfulMoto:
         operation = event_name.rsplit(".", 1)[-1]
         with self._lock:
             if operation == "TransactWriteItems":
-                return self.tokens.answer(
-                    request,
-                    lambda: self._counted(request, event_name, operation),
-                    replayed=lambda body: _replayed_capacity(request, body),
-                )
+                with item_rollback.cheap_rollback():
+                    return self.tokens.answer(
+                        request,
+                        lambda: self._counted(request, event_name, operation),
+                        replayed=lambda body: _replayed_capacity(request, body),
+                    )
             return self._counted(request, event_name, operation)
 
     def _counted(self, request: Any, event_name: str, operation: str) -> Any:
