@@ -44,9 +44,10 @@ dynamodb-local: test-dynamodb-local
 notebooks: $(VENV)/.installed
 	$(BIN)/python tools/refresh_notebooks.py
 
-# Times each lesson against a floor notebook and each test tier, and writes the table into README.md.
+# Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test, ~15 min
+# of the ~30), and writes the tables into README.md.
 bench: $(VENV)/.installed
-	$(BIN)/python tools/bench.py --write
+	$(BIN)/python tools/bench.py --write --tiers
 
 # Measures stock moto, the collection's moto and DynamoDB Local, and writes the table into README.md.
 fidelity: $(VENV)/.installed

@@ -1,10 +1,10 @@
 """What the collection costs, measured in one run on this machine.
 
-    make bench                          # everything (a few minutes)
-    python tools/bench.py --quick       # fewer repetitions
+    make bench                          # everything, the test tiers included (--write --tiers; ~30 minutes)
+    python tools/bench.py --quick       # fewer repetitions, no tiers, README untouched
     python tools/bench.py --skip-notebooks
 
-Three markdown tables, ready to paste into the README:
+Markdown tables, written into the README between its bench markers (`--write`):
 
 1. **Notebooks under nbval**: each notebook's wall time under
    `pytest NOTEBOOK --nbval --nbval-current-env`, against a baseline notebook that only does
@@ -19,6 +19,7 @@ Three markdown tables, ready to paste into the README:
    table (target: within 10%).
 4. **The HTTP layer's cost per request**: notebook 09's handler called directly and through
    its FastAPI route on uvicorn (`tools/bench_http.py`), on each backend.
+5. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's.
 
 Times are medians of repeated runs (`time.perf_counter`); the machine is whatever this is,
 so compare ratios, not absolute numbers.
