@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check lint test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup clean
+.PHONY: lab check lint test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ dynamodb-local-jar: $(VENV)/.installed
 # Run it when no notebook is open on that account; `ARGS=--dry-run` only lists them.
 aws-cleanup: $(VENV)/.installed
 	$(BIN)/python -c "import sys; from helpers.backends import main; sys.exit(main(['--delete-leftovers', *sys.argv[1:]]))" $(ARGS)
+
+# The collection as a static site (Jupyter Book) from the committed outputs, nothing executed; checks every
+# notebook, chart and link, and says where the site is (build/book/_build/html/index.html).
+book: $(VENV)/.installed
+	$(BIN)/python tools/book.py
 
 clean:
 	rm -rf $(VENV) .dynamodb-local
