@@ -7,12 +7,12 @@ there exactly once -- never twice, never lost. Then 32 *distinct* operations at 
 
 Each pattern is the notebook's own function (notebook_code.lesson). A caller that is told "send again"
 (DynamoDB's TransactionConflict between concurrent transactions, TransactionInProgress for a token still
-being applied, or 06's 409 "in progress") sends again, as a client would; how often is counted and printed.
+being applied, or 06's 409 "in progress") sends again, as a client would; how often is counted and printed
+(tests/harness/resends.py).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import os
@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from harness.resends import Resends
+from harness.rigs import NB01, NB02, NB03, NB05, NB06, notebooks
 from moto.core.models import botocore_stubber
 from summary_lines import summary
 
@@ -31,27 +32,14 @@ from helpers import backends, open_wallet, read_balance
 from helpers.concurrency import race
 from helpers.services.payment_provider import PaymentProvider
 
-from notebook_code import lesson
-
 THREADS = 32
 # 200 rounds per pattern on both backends: about 4 minutes for this file on either, on 2 cores.
 # RETRY_LOAD_ROUNDS overrides, for a quick local look; CI runs the default.
 ROUNDS = int(os.environ.get("RETRY_LOAD_ROUNDS", 200))
 DISTINCT_ROUNDS = ROUNDS // 4
 START, AMOUNT = 10_000, 7
-SEND_AGAIN = {"TransactionConflict", "TransactionInProgressException"}
-MAX_SENDS = 200
 _rounds = itertools.count()
-
-NB01, NB02, NB03 = "01_fixed_value_updates.ipynb", "02_conditional_creates.ipynb", "03_request_id_increments.ipynb"
-NB05, NB06 = "05_remembering_every_request.ipynb", "06_saved_responses.ipynb"
-
-
-@functools.cache
-def nb(name: str) -> dict[str, Any]:
-    return lesson(name)
-
-
+nb = notebooks()   # this module's own run of each notebook's code
 COUNTS = summary(f"concurrent deliveries on {backends.backend_name()}")   # a line per test, shown at the end
 
 
@@ -67,32 +55,6 @@ def fast_thread_switching():
     sys.setswitchinterval(0.0005)
     yield
     sys.setswitchinterval(before)
-
-
-def must_send_again(error: Exception) -> bool:
-    """DynamoDB's "nothing was written, send it again" answers to concurrent transactions."""
-    if not isinstance(error, ClientError):
-        return False
-    code = error.response["Error"]["Code"]
-    reasons = {r.get("Code") for r in error.response.get("CancellationReasons", [])} - {"None"}
-    return code in SEND_AGAIN or (code == "TransactionCanceledException" and bool(reasons) and reasons <= SEND_AGAIN)
-
-
-class Resends:
-    """Counts the sends a caller had to repeat because DynamoDB said "send again"."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def until_answered(self, send: Callable[[], Any]) -> Any:
-        for _ in range(MAX_SENDS):
-            try:
-                return send()
-            except ClientError as error:
-                if not must_send_again(error):
-                    raise
-                self.count += 1  # racy increments are fine: a count for the printout, not an assertion
-        raise AssertionError(f"still told to send again after {MAX_SENDS} sends")
 
 
 # --- the patterns: set up a round, send one copy, check the round -------------------------------------

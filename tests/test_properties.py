@@ -19,7 +19,8 @@ operation was applied, one pair of digits per operation.
 
 Counts: 1,000 schedules per pattern on moto (the default), 200 on dynamodb-local (derandomized: the same
 schedules every run); a line per pattern, with how many of them were distinct, is
-printed at the end of the module.
+printed at the end of the module. The schedules, their delivery and the tables are tests/harness/'s; this file
+holds the patterns and their invariants.
 """
 
 from __future__ import annotations
@@ -27,183 +28,33 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import os
-import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError, ReadTimeoutError
-from hypothesis import HealthCheck, find, given, settings
+from botocore.exceptions import ReadTimeoutError
+from harness.delivery import NON_RETRYABLE, SUCCESS, Faults, deliver_all
+from harness.rigs import NB01, NB02, NB03, NB04, NB05, NB06, NB07, RUN, EmptyNowAndThen, notebooks, rig
+from harness.schedules import Counts, as_delivered, deliveries, examples, has_aba, in_order
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import NoSuchExample
-from summary_lines import summary_from
 
 import helpers
-from helpers import LostResponses, backends
+from helpers import backends
 from helpers.concurrency import race
 from helpers.services.payment_provider import PaymentProvider
 
-from notebook_code import lesson
-
-# RETRY_PROPERTY_EXAMPLES overrides, for a quick local look; CI runs the defaults.
-EXAMPLES = int(os.environ.get("RETRY_PROPERTY_EXAMPLES", 1000 if backends.backend_name() == "moto" else 200))
-SUPPRESS = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-PROVE = settings(max_examples=EXAMPLES, suppress_health_check=SUPPRESS)
-SEARCH = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))
-RUN = uuid.uuid4().hex[:8]           # request IDs never meet an earlier run's (DynamoDB Local outlives a run)
+EXAMPLES = examples(moto=1000, elsewhere=200)   # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look
+PROVE = settings(max_examples=EXAMPLES,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 START = 10**12
 AMOUNTS = [100**k for k in range(5)]  # operation k debits 100**k: the total spells out how often each applied
-SUCCESS = {"applied", "already applied", "applied or replayed", "created", "already created"}
 
-COUNTS: dict[str, dict[str, Any]] = {}   # pattern -> schedules run, distinct schedules, what a search found
+COUNTS = Counts(f"property schedules on {backends.backend_name()}")   # a line per pattern, at the end
+count = COUNTS.count
+search = functools.partial(COUNTS.search, max_examples=EXAMPLES)
+empty_now_and_then = EmptyNowAndThen(every=20)   # moto copies a table per transaction: keep them small
 _examples = itertools.count()
-_emptied = itertools.count()
-
-
-def count(pattern: str, schedule: Any) -> None:
-    entry = COUNTS.setdefault(pattern, {"runs": 0, "distinct": set(), "found": None})
-    entry["runs"] += 1
-    entry["distinct"].add(repr(schedule))
-
-
-def summary_lines() -> list[str]:
-    """One line per pattern at the end of the run: how many schedules were tried (and what was found)."""
-    lines = []
-    for pattern, entry in COUNTS.items():
-        line = f"{pattern}: {entry['runs']} schedules ({len(entry['distinct'])} distinct)"
-        if pattern.endswith("searched"):
-            line += f"; smallest counterexample found: {entry['found']}"
-        lines.append(line)
-    return lines
-
-
-summary_from(f"property schedules on {backends.backend_name()}", summary_lines)
-
-
-@functools.cache
-def nb(name: str) -> dict[str, Any]:
-    return lesson(name)
-
-
-NB01, NB02, NB03 = "01_fixed_value_updates.ipynb", "02_conditional_creates.ipynb", "03_request_id_increments.ipynb"
-NB04, NB05, NB06 = "04_where_it_stops.ipynb", "05_remembering_every_request.ipynb", "06_saved_responses.ipynb"
-
-
-# --- faults, armed per delivery ---------------------------------------------------------------
-
-class Faults:
-    """One `LostResponses` installed once on a table's client, re-armed before each delivery.
-
-    `arm(k)` loses the response of the k-th write from now (0: the next one); `arm(None)` loses none.
-    Installing once per table (not once per example) keeps an example to a few milliseconds.
-    """
-
-    def __init__(self, table: Any) -> None:
-        self.lost = LostResponses().install(table)
-
-    def arm(self, k: int | None) -> None:
-        self.lost.at = frozenset() if k is None else frozenset([self.lost.sent + k])
-
-
-@functools.cache
-def rig(pattern: str, sort_key: str | None) -> tuple[Any, Faults]:
-    """The one table (and its faults) a pattern's examples share; each example resets its own items."""
-    table = helpers.fresh_table(helpers.connect(), f"props-{pattern}-{RUN}", sort_key=sort_key)
-    return table, Faults(table)
-
-
-EMPTY_EVERY = 20
-
-
-def empty_now_and_then(*tables: Any) -> None:
-    """Delete every item, every `EMPTY_EVERY` examples, where examples leave items behind (markers, records, orders).
-
-    The examples do not need it -- each uses request IDs and keys of its own and resets its wallet -- but moto
-    deep-copies every table a transaction touches (to roll back on failure): a table that kept every example's
-    items made example n cost O(n), and 1,000 examples of the ledger pattern grew to minutes and gigabytes.
-    """
-    if next(_emptied) % EMPTY_EVERY:
-        return
-    for table in tables:
-        helpers.empty_table(table)
-
-
-# --- schedules ------------------------------------------------------------------------------
-
-def canonical(schedule: list[tuple]) -> list[tuple]:
-    """Relabel operations in order of first delivery (op 0 first): every shape, without its relabelings."""
-    labels: dict[int, int] = {}
-    return [(labels.setdefault(op, len(labels)), *rest) for op, *rest in schedule]
-
-
-def deliveries(ops: int, max_size: int = 8, bursts: bool = True) -> st.SearchStrategy[list[tuple[int, bool, int]]]:
-    """(op, lost, copies): `copies` > 1 is a burst of concurrent duplicates (their responses arrive)."""
-    copies = st.sampled_from([1, 1, 1, 3]) if bursts else st.just(1)
-    step = st.tuples(st.integers(0, ops - 1), st.booleans(), copies).map(
-        lambda s: (s[0], s[1] and s[2] == 1, s[2]))
-    return st.lists(step, min_size=1, max_size=max_size).map(canonical)
-
-
-def in_order(ops: int, max_size: int = 8) -> st.SearchStrategy[list[tuple[int, bool, int]]]:
-    """Each operation's copies back to back, the last one answered: duplicates and losses, no reordering."""
-    def group(schedule):
-        grouped = sorted(schedule, key=lambda s: s[0])
-        return [(op, lost and (n + 1 < len(grouped) and grouped[n + 1][0] == op), c)
-                for n, (op, lost, c) in enumerate(grouped)]
-    return deliveries(ops, max_size).map(group)
-
-
-def has_aba(order: list[int]) -> bool:
-    return any(order[i] == order[k] != order[j] for i, j, k in itertools.combinations(range(len(order)), 3))
-
-
-def as_delivered(schedule) -> list[int]:
-    """The ops in the order they reached the table, the final retries of unanswered ones included."""
-    order = [op for op, *_ in schedule]
-    return order + [op for op in dict.fromkeys(order) if all(lost for o, lost, _ in schedule if o == op)]
-
-
-def outcome_of(send: Callable[[], Any]) -> Any:
-    """What a caller saw: the answer, "timeout" for a lost response, or an error's name/code."""
-    try:
-        return send()
-    except ReadTimeoutError:
-        return "timeout"
-    except ClientError as error:
-        return error.response["Error"]["Code"]
-    except Exception as error:  # a refusal the lesson raises (StaleUpdate, OrderConflict, ...)
-        return type(error).__name__
-
-
-def deliver_all(schedule, faults: Faults, send: Callable[[int], Any],
-                before=lambda op: None, after=lambda op: None) -> dict[int, list]:
-    """Deliver `schedule` through `send(op)`; then one more try for every op that got no answer."""
-    answers: dict[int, list] = {op: [] for op, *_ in schedule}
-
-    def one(op):
-        before(op)
-        answers[op].append(outcome_of(lambda: send(op)))
-        after(op)
-
-    for op, lost, copies in schedule:
-        if copies == 1:
-            faults.arm(0 if lost else None)
-            one(op)
-        else:
-            faults.arm(None)
-            before(op)
-            answers[op].extend(race(lambda i: outcome_of(lambda: send(op)), copies))
-            after(op)
-    faults.arm(None)
-    for op, seen in answers.items():
-        if not any(a in SUCCESS or a in NON_RETRYABLE for a in seen):   # timeouts or errors only
-            one(op)                                                     # the caller's last retry
-    return answers
-
-
-NON_RETRYABLE = {"StaleUpdate", "OrderConflict"}   # definitive refusals: the caller does not try again
+nb = notebooks()   # this module's own run of each notebook's code
 
 
 # --- debits: naive, last_request_id, ledger, client token -----------------------------------------
@@ -239,20 +90,6 @@ def debit_rig(notebook: str, debit: str):
         return code[debit], table, faults, "w", helpers.open_wallet, helpers.read_balance
     table, faults = rig(f"{notebook[:2]}-{debit}", "sk")
     return code[debit], table, faults, "w", code["open_wallet"], code["read_balance"]
-
-
-def search(strategy, fails: Callable[[Any], list[str]], pattern: str):
-    """The smallest schedule hypothesis finds that violates an invariant (None if it finds none)."""
-    def violated(schedule):
-        count(pattern, schedule)
-        return bool(fails(schedule))
-
-    try:
-        found = find(strategy, violated, settings=SEARCH)
-    except NoSuchExample:
-        found = None
-    COUNTS.setdefault(pattern, {"runs": 0, "distinct": set(), "found": None})["found"] = found
-    return found
 
 
 def test_naive_debit_03_is_caught_failing():
@@ -503,7 +340,6 @@ def test_saved_response_handler_06_one_debit_one_charge_one_response(schedule):
 # (k, c) delivered again is SQS redelivering one message (a crash before DeleteMessage, a visibility timeout,
 # a failed batch, a redrive); a burst delivers copies at the same instant, to concurrent consumers.
 
-NB07 = "07_event_sources.ipynb"
 message_deliveries = st.lists(
     st.one_of(
         st.tuples(st.integers(0, 4), st.integers(0, 1), st.just(1)),

@@ -1,0 +1,11 @@
+"""The machinery the property and load tests share; each test file keeps only its patterns and invariants.
+
+    schedules  the generated schedules: strategies, canonical relabelling, example counts, searches,
+               and how many distinct schedules ran (a summary line per pattern)
+    delivery   delivering a schedule: lost responses armed per delivery, bursts, the final retry,
+               DynamoDB's failure answers installed for one schedule
+    rigs       what a pattern runs against: the notebooks' code, one table per pattern, emptied now and then
+    resends    sending again: on DynamoDB's "send again" answers (counted), or after every error
+
+Import them flat (tests/ is on sys.path): ``from harness.delivery import deliver_all``.
+"""
