@@ -9,6 +9,7 @@ their own folders:
     validation       check_debit(): bad input fails before anything is sent
     faults           LostResponses: the write commits, the caller times out
     dynamodb_errors  DynamoDBErrors: conflicts, throttling and 500s, as DynamoDB answers them
+    schedule         Schedule: which requests a fault falls on, seeded (faults, http_faults, dynamodb_errors)
     failure_answers  watch_answers(): each request's answer on the wire; botocore_resends()
     attempts         watch_attempts(): every request on the wire, botocore's retries included
     clock            VirtualClock: time that only moves when told

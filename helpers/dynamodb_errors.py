@@ -41,12 +41,11 @@ Sources for the shapes:
 from __future__ import annotations
 
 import json
-import random
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .faults import WRITES, _client_of
+from .schedule import Schedule
 
 CONFLICT = "TransactionConflict"
 THROTTLED = "ProvisionedThroughputExceeded"
@@ -70,7 +69,7 @@ _SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words the
 }
 
 
-class DynamoDBErrors:
+class DynamoDBErrors(Schedule):
     """Which write requests get which of DynamoDB's failure answers.
 
     `at` maps the n-th write request (0, 1, 2, ... in order of sending, retries included)
@@ -83,6 +82,9 @@ class DynamoDBErrors:
     ['Throttling', 'Throttling', None, 'Throttling']
     """
 
+    no_fault = None                    # DynamoDB's own answer
+    must_get_through = "a request"
+
     def __init__(
         self,
         *,
@@ -93,35 +95,24 @@ class DynamoDBErrors:
         operations: Iterable[str] = WRITES,
         conflict_item: int = -1,
     ) -> None:
-        self.at = dict(at or {})
+        at = dict(at or {})
         self.kinds = tuple(kinds)
-        for kind in list(self.at.values()) + list(self.kinds):
+        for kind in list(at.values()) + list(self.kinds):
             if kind not in KINDS:
                 raise ValueError(f"unknown answer {kind!r}: use one of {', '.join(KINDS)}")
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"p is a probability below 1 (a request must get through eventually), got {p!r}")
-        self.p = p
+        super().__init__(p=p, seed=seed, at=at)   # `sent`: write requests seen so far
         self.operations = frozenset(operations)
         self.conflict_item = conflict_item
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
         self._installed: list[tuple[Any, Any]] = []
-        self.sent = 0
         self.answered: list[tuple[int, str, str]] = []  # (n, operation, kind)
+
+    def fault(self, n: int) -> str:
+        """The kind for picked request `n`: the one `at` names, or one drawn from `kinds`."""
+        return self.at[n] if n in self.at else self._rng.choice(self.kinds)
 
     def decide(self) -> str | None:
         """The kind for the next write request, or None for DynamoDB's own answer."""
-        with self._lock:
-            n = self.sent
-            self.sent += 1
-            kind = self.at.get(n)
-            if kind is None and self.p > 0 and self._rng.random() < self.p:
-                kind = self._rng.choice(self.kinds)
-            return kind
-
-    def decide_many(self, n: int) -> list[str | None]:
-        """The next `n` decisions (handy for showing a schedule)."""
-        return [self.decide() for _ in range(n)]
+        return super().decide()
 
     def install(self, target: Any) -> DynamoDBErrors:
         """Answer `target`'s writes (a boto3 client, resource or Table) by this schedule; returns self."""

@@ -9,22 +9,22 @@ own retry machinery is what resends (when SDK retries are on); with SDK retries
 off, the application sees the timeout and decides.
 
 The schedule is seeded, so the same requests are lost on every run and on
-every backend.
+every backend (`helpers.schedule.Schedule` decides).
 """
 
 from __future__ import annotations
 
-import random
-import threading
 from collections.abc import Iterable
 from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
+from .schedule import Schedule
+
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 
 
-class LostResponses:
+class LostResponses(Schedule):
     """Which write responses get lost.
 
     >>> LostResponses(at=[0, 2]).decide_many(4)        # the 1st and 3rd are lost
@@ -41,29 +41,13 @@ class LostResponses:
         at: Iterable[int] = (),
         operations: Iterable[str] = WRITES,
     ) -> None:
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"p is a probability below 1 (a response must get through eventually), got {p!r}")
-        self.p = p
-        self.at = frozenset(at)
+        super().__init__(p=p, seed=seed, at=frozenset(at))   # `sent`: write requests seen so far
         self.operations = frozenset(operations)
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-        self.sent = 0            # write requests seen so far
-        self.lost: list[int] = []  # which of them lost their response
 
-    def decide(self) -> bool:
-        """Decide for the next write request: True if its response is lost."""
-        with self._lock:
-            n = self.sent
-            self.sent += 1
-            lose = n in self.at or (self.p > 0 and self._rng.random() < self.p)
-            if lose:
-                self.lost.append(n)
-            return lose
-
-    def decide_many(self, n: int) -> list[bool]:
-        """The next `n` decisions (handy for showing a schedule)."""
-        return [self.decide() for _ in range(n)]
+    @property
+    def lost(self) -> list[int]:
+        """Which write requests (numbered from 0, in order of sending) lost their response."""
+        return self.picked
 
     def install(self, target: Any) -> LostResponses:
         """Lose responses of `target` (a boto3 client, resource or Table) from now on; returns self."""

@@ -33,18 +33,19 @@ retries included, like `helpers.faults.LostResponses` does for DynamoDB writes.
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+
+from .schedule import Schedule
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class LostHttpResponses:
+class LostHttpResponses(Schedule):
     """Which HTTP responses get lost, and an ASGI wrapper that loses them.
 
     >>> LostHttpResponses(at=[1]).decide_many(3)           # the 2nd response is lost
@@ -74,28 +75,31 @@ class LostHttpResponses:
         if not hold_limit_seconds > 0:
             raise ValueError(f"hold_limit_seconds must be positive, got {hold_limit_seconds!r}")
         self.hold_limit_seconds = hold_limit_seconds
-        self._lock = threading.Lock()
-        self._settled = threading.Condition(self._lock)
         self._holding = 0
-        self.reset(p=p, seed=seed, at=at)
+        self.how = self.default_how
+        super().__init__(p=p, seed=seed, at=at)
+        self._settled = threading.Condition(self._lock)
 
     def reset(self, *, p: float = 0.0, seed: int = 0, at: Iterable[int] = (),
               how: str | None = None) -> LostHttpResponses:
         """Start a new schedule (counts back to zero); `how` for this schedule only (None: the default). Self."""
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"p is a probability below 1 (a response must get through eventually), got {p!r}")
+        self.check_probability(p)
         how = self.default_how if how is None else _checked_how(how)
         with self._lock:
+            self._start(p, seed, at)
             self.how = how
-            self.p = p
-            self.at = frozenset(at)
-            self._rng = random.Random(seed)
-            self.sent = 0                     # matching requests seen so far
-            self.lost: list[int] = []         # which of them lost their response
-            self.dropped = 0                  # held answers dropped after the client gave up
-            self.delivered_late = 0           # held answers sent after hold_limit_seconds
-            self.slowest_seconds = 0.0        # the longest a matching request took to be answered (or held)
         return self
+
+    def _start(self, p: float, seed: int, at: Iterable[int]) -> None:
+        super()._start(p, seed, frozenset(at))   # `sent`: matching requests seen so far
+        self.dropped = 0                  # held answers dropped after the client gave up
+        self.delivered_late = 0           # held answers sent after hold_limit_seconds
+        self.slowest_seconds = 0.0        # the longest a matching request took to be answered (or held)
+
+    @property
+    def lost(self) -> list[int]:
+        """Which matching requests (numbered from 0, in order of arrival) lost their response."""
+        return self.picked
 
     def settle(self, timeout: float = 10.0) -> LostHttpResponses:
         """Wait until no answer is held any more (the server has seen every client give up); returns self."""
@@ -107,20 +111,6 @@ class LostHttpResponses:
     def _took(self, started: float) -> None:
         with self._lock:
             self.slowest_seconds = max(self.slowest_seconds, time.perf_counter() - started)
-
-    def decide(self) -> bool:
-        """Decide for the next matching request: True if its response is lost."""
-        with self._lock:
-            n = self.sent
-            self.sent += 1
-            lose = n in self.at or (self.p > 0 and self._rng.random() < self.p)
-            if lose:
-                self.lost.append(n)
-            return lose
-
-    def decide_many(self, n: int) -> list[bool]:
-        """The next `n` decisions (handy for showing a schedule)."""
-        return [self.decide() for _ in range(n)]
 
     def matches(self, scope: Scope) -> bool:
         return (scope.get("type") == "http" and scope.get("method", "").upper() in self.methods
