@@ -17,8 +17,9 @@ counterexample, the proof that these properties can fail.
 Amounts are powers of 100 (1, 100, 10 000, ...), so the total debited spells out how many times each
 operation was applied, one pair of digits per operation.
 
-Counts: 1,000 schedules per pattern on moto (the default), 200 on dynamodb-local (derandomized: the same
-schedules every run); a line per pattern, with how many of them were distinct, is
+Counts: 1,000 *distinct* schedules per pattern on moto (the default), 200 on dynamodb-local (derandomized: the
+same schedules every run). A schedule hypothesis draws twice runs once: the repeat is rejected and another
+drawn. A line per pattern, with how many repeats were drawn, is
 printed at the end of the module. The schedules, their delivery and the tables are tests/harness/'s; this file
 holds the patterns and their invariants.
 """
@@ -50,7 +51,7 @@ START = 10**12
 AMOUNTS = [100**k for k in range(5)]  # operation k debits 100**k: the total spells out how often each applied
 
 COUNTS = Counts(f"property schedules on {backends.backend_name()}")   # a line per pattern, at the end
-count = COUNTS.count
+proving = COUNTS.proving   # each distinct schedule once: EXAMPLES counts distinct schedules
 search = functools.partial(COUNTS.search, max_examples=EXAMPLES)
 empty_now_and_then = EmptyNowAndThen(every=20)   # moto copies a table per transaction: keep them small
 _examples = itertools.count()
@@ -102,8 +103,8 @@ def test_naive_debit_03_is_caught_failing():
 @PROVE
 @given(schedule=in_order(4))
 def test_last_request_id_03_holds_without_reordering(schedule):
-    count("last_request_id (03), duplicates in order", schedule)
-    assert run_debits(*debit_rig(NB03, "debit_idempotent"), schedule) == []
+    with proving("last_request_id (03), duplicates in order", schedule):
+        assert run_debits(*debit_rig(NB03, "debit_idempotent"), schedule) == []
 
 
 @pytest.mark.parametrize("notebook", [NB03, NB04])
@@ -119,15 +120,15 @@ def test_last_request_id_is_caught_failing_under_aba(notebook):
 @PROVE
 @given(schedule=deliveries(4))
 def test_ledger_transaction_05_applies_each_request_once(schedule):
-    count("ledger transaction (05)", schedule)
-    assert run_debits(*debit_rig(NB05, "debit_ledger"), schedule) == []
+    with proving("ledger transaction (05)", schedule):
+        assert run_debits(*debit_rig(NB05, "debit_ledger"), schedule) == []
 
 
 @PROVE
 @given(schedule=deliveries(4))
 def test_client_token_transaction_05_applies_each_request_once(schedule):
-    count("client-token transaction (05)", schedule)
-    assert run_debits(*debit_rig(NB05, "debit_token"), schedule) == []
+    with proving("client-token transaction (05)", schedule):
+        assert run_debits(*debit_rig(NB05, "debit_token"), schedule) == []
 
 
 # --- 01 · fixed values and the guarded status update ----------------------------------------------
@@ -159,8 +160,8 @@ def run_statuses(update: str, schedule) -> list[str]:
 @PROVE
 @given(schedule=in_order(2))
 def test_fixed_value_01_is_safe_to_repeat(schedule):
-    count("fixed-value update (01), duplicates in order", schedule)
-    assert run_statuses("set_status", schedule) == []
+    with proving("fixed-value update (01), duplicates in order", schedule):
+        assert run_statuses("set_status", schedule) == []
 
 
 def test_fixed_value_01_is_caught_failing_when_a_retry_comes_late():
@@ -172,8 +173,8 @@ def test_fixed_value_01_is_caught_failing_when_a_retry_comes_late():
 @PROVE
 @given(schedule=deliveries(2))
 def test_guarded_status_update_01_survives_late_retries(schedule):
-    count("guarded status update (01)", schedule)
-    assert run_statuses("advance_status", schedule) == []
+    with proving("guarded status update (01)", schedule):
+        assert run_statuses("advance_status", schedule) == []
 
 
 # --- 02 · conditional create ------------------------------------------------------------------
@@ -218,8 +219,8 @@ order_keys = st.lists(st.integers(0, 1), min_size=3, max_size=3)
 @PROVE
 @given(keys=order_keys, schedule=deliveries(3))
 def test_conditional_create_02_first_write_wins_and_conflicts_are_refused(keys, schedule):
-    count("conditional create, checked (02)", (keys, schedule))
-    assert run_creates("create_checked", keys, schedule) == []
+    with proving("conditional create, checked (02)", (keys, schedule)):
+        assert run_creates("create_checked", keys, schedule) == []
 
 
 def test_create_once_02_is_caught_telling_a_conflict_it_succeeded():
@@ -329,8 +330,8 @@ def run_handler(schedule) -> list[str]:
 @PROVE
 @given(schedule=handler_actions)
 def test_saved_response_handler_06_one_debit_one_charge_one_response(schedule):
-    count("saved-response handler (06)", schedule)
-    assert run_handler(schedule) == []
+    with proving("saved-response handler (06)", schedule):
+        assert run_handler(schedule) == []
 
 
 # --- 07 · queue consumers ------------------------------------------------------------------------------
@@ -388,8 +389,8 @@ def run_consumer(code: dict[str, Any], consumer: str, schedule) -> list[str]:
 @PROVE
 @given(schedule=message_deliveries)
 def test_consumer_keyed_by_operation_id_07_applies_each_operation_once(consumers, schedule):
-    count("SQS consumer keyed by operation ID (07)", schedule)
-    assert run_consumer(consumers, "keyed by operation ID", schedule) == []
+    with proving("SQS consumer keyed by operation ID (07)", schedule):
+        assert run_consumer(consumers, "keyed by operation ID", schedule) == []
 
 
 @pytest.mark.parametrize("consumer", ["naive", "keyed by MessageId"])

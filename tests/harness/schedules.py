@@ -5,18 +5,20 @@ A delivery schedule is a list of ``(op, lost, copies)``: operation `op` is sent 
 of one request gets: DynamoDB's own (None) or one of `helpers.dynamodb_errors.KINDS`.
 
 `Counts` keeps, per pattern, how many schedules ran and how many were distinct, and prints a line per
-pattern at the end of the run (tests/summary_lines.py); `Counts.search` asks hypothesis for the smallest
-counterexample and records it.
+pattern at the end of the run (tests/summary_lines.py); `Counts.proving` runs each distinct schedule once
+(a repeat is rejected, so hypothesis draws another and `max_examples` counts distinct schedules);
+`Counts.search` asks hypothesis for the smallest counterexample and records it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from hypothesis import HealthCheck, find, settings
+from hypothesis import HealthCheck, find, reject, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from summary_lines import summary_from
@@ -105,8 +107,8 @@ class Counts:
     """Per pattern: the schedules run, how many were distinct, and what a search found.
 
     Its lines are printed at the end of the run under `title`, one per pattern, in the order patterns ran:
-    ``pattern: 1000 schedules (874 distinct)``, and for a pattern whose name ends in "searched",
-    ``; smallest counterexample found: ...``.
+    ``pattern: 1000 schedules (874 distinct)`` (under `proving`: ``pattern: 1000 distinct schedules``), and
+    for a pattern whose name ends in "searched", ``; smallest counterexample found: ...``.
     """
 
     def __init__(self, title: str) -> None:
@@ -114,12 +116,28 @@ class Counts:
         summary_from(title, self.lines)
 
     def _entry(self, pattern: str) -> dict[str, Any]:
-        return self.patterns.setdefault(pattern, {"runs": 0, "distinct": set(), "found": None})
+        return self.patterns.setdefault(pattern, {"runs": 0, "distinct": set(), "found": None, "repeats": None})
 
     def count(self, pattern: str, schedule: Any) -> None:
         entry = self._entry(pattern)
         entry["runs"] += 1
         entry["distinct"].add(repr(schedule))
+
+    @contextlib.contextmanager
+    def proving(self, pattern: str, schedule: Any) -> Iterator[None]:
+        """Check `schedule` unless it was already proved for `pattern`: a repeat is rejected (hypothesis draws
+        another in its place), so a test's `max_examples` is a count of distinct schedules. A schedule counts as
+        proved only once its checks pass -- a failing one is replayed and shrunk as usual.
+        """
+        entry = self._entry(pattern)
+        key = repr(schedule)
+        if key in entry["distinct"]:
+            entry["repeats"] = (entry["repeats"] or 0) + 1
+            reject()
+        yield
+        entry["runs"] += 1
+        entry["distinct"].add(key)
+        entry["repeats"] = entry["repeats"] or 0
 
     def search(self, strategy: st.SearchStrategy[Any], fails: Callable[[Any], list[str]], pattern: str,
                *, max_examples: int) -> Any | None:
@@ -136,6 +154,8 @@ class Counts:
         lines = []
         for pattern, entry in self.patterns.items():
             line = f"{pattern}: {entry['runs']} schedules ({len(entry['distinct'])} distinct)"
+            if entry["repeats"] is not None:
+                line = f"{pattern}: {entry['runs']} distinct schedules ({entry['repeats']} repeats drawn, not re-run)"
             if pattern.endswith("searched"):
                 line += f"; smallest counterexample found: {entry['found']}"
             lines.append(line)
