@@ -78,3 +78,15 @@ def test_navigation_and_the_lesson_lists_are_generated_and_up_to_date():
     result = subprocess.run([sys.executable, "tools/add_navigation.py", "--check"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, "run `python tools/add_navigation.py`:\n" + result.stdout + result.stderr
+
+
+MAX_CELL_LINES = 25   # CONTRIBUTING.md: "a code cell of more than about 25 lines is two cells"
+EVERY_NOTEBOOK = LESSONS + sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=[p.name for p in EVERY_NOTEBOOK])
+def test_no_code_cell_is_longer_than_25_lines(path):
+    cells = nbformat.read(path, as_version=4).cells
+    long = [(i, len(c.source.splitlines())) for i, c in enumerate(cells)
+            if c.cell_type == "code" and len(c.source.splitlines()) > MAX_CELL_LINES]
+    assert not long, f"cells over {MAX_CELL_LINES} lines (index, lines): {long}; split each at a natural seam"
