@@ -54,6 +54,21 @@ def utf8_bytes(text: str) -> int:
     return len(text.encode("utf-8", errors="surrogatepass"))
 
 
+def check_text(value: str, *, name: str) -> str:
+    """Return `value` if it is valid Unicode text: no lone surrogate such as ``"\\ud800"``.
+
+    Python strings may hold one; UTF-8 cannot. The backends disagree on it (moto fails to encode the
+    request, nothing written; DynamoDB Local takes the write), and psycopg refuses it, so it is refused
+    here, by name, before anything is sent.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadInput(f"{name} is not valid text: a lone surrogate {value[error.start]!r} at position "
+                       f"{error.start}") from None
+    return value
+
+
 def _digits(value: int) -> str:
     """How many digits `value` has, without converting a huge int to text (Python refuses past 4,300)."""
     if value >= 10**4000:
@@ -92,6 +107,7 @@ def check_request_id(request_id: object) -> str:
         raise BadInput(f"request_id must be a string, got {type(request_id).__name__} {request_id!r}")
     if not request_id.strip():
         raise BadInput("request_id must not be empty")
+    check_text(request_id, name="request_id")
     size = utf8_bytes(request_id)
     if size > MAX_REQUEST_ID_BYTES:
         raise BadInput(f"request_id is {size} bytes in UTF-8 ({len(request_id)} characters); "
@@ -103,6 +119,7 @@ def check_key(value: object, *, name: str, sort_key: bool = False) -> str:
     """Return `value` if it is a non-empty string DynamoDB accepts as a partition (or sort) key value."""
     if not isinstance(value, str) or not value:
         raise BadInput(f"{name} must be a non-empty string, got {value!r}")
+    check_text(value, name=name)
     limit, kind = (MAX_SORT_KEY_BYTES, "sort") if sort_key else (MAX_PARTITION_KEY_BYTES, "partition")
     size = utf8_bytes(value)
     if size > limit:
