@@ -334,7 +334,11 @@ def test_provider_down_after_the_debit_then_forward_recovery_with_the_same_key(n
     with pytest.raises(ProviderUnavailable):
         nb[handler](key, nb["PAYLOAD"], "inv-1")
     assert (debits(nb), nb["provider"].charges) == (1, 0)            # the debit stays: the case to recover
-    assert helpers.read_item(nb["records"], {"pk": f"shop-a#{key}"}) is None
+    record = helpers.read_item(nb["records"], {"pk": f"shop-a#{key}"})
+    if handler == "pay":     # the record is kept, its lease ended: the key stays bound to this payload
+        assert record["status"] == "IN_PROGRESS" and record["lease_expires_at"] == 0
+    else:                    # Powertools deletes its record on an error
+        assert record is None
     answer = nb[handler](key, nb["PAYLOAD"], "inv-2")
     assert answer["status"] == 201 and (debits(nb), nb["provider"].charges) == (1, 1)
 
@@ -356,7 +360,7 @@ def test_powertools_keyed_by_the_raw_key_leaks_one_callers_response_to_another(n
     assert by_key(key, nb["PAYLOAD"], "inv-b", caller="shop-b") == a and nb["provider"].charges == 1
 
 
-@pytest.mark.parametrize("caller", ["", " ", "a#b", None, 7])
+@pytest.mark.parametrize("caller", ["", " ", "a#b", None, 7, "c\ud800", "c" * 101])
 def test_a_bad_caller_is_refused_and_nothing_is_written(nb, caller):
     key = fresh_run(nb)
     with pytest.raises(helpers.BadInput, match="caller"):
@@ -452,3 +456,94 @@ def test_callcounter_counts_requests(table):
     assert counter.round_trips == 0
     with pytest.raises(TypeError):
         CallCounter().watch(object())
+
+
+# --- histories an adversary tried (issue "One specification, one checker"); each failed on the old handler ---
+
+
+@pytest.mark.parametrize("retry", [{"wallet": "alice", "amount": 99}, {"wallet": "bob", "amount": 10}])
+def test_key_reused_with_another_payload_after_a_partial_failure_is_refused(nb, retry):
+    """The debit lands, the provider is down; the key then comes back with another amount or wallet.
+
+    The old handler gave the key back (deleted its record, fingerprint and all), and its debit took any marker under
+    the key as "already debited": the 99 was charged while the wallet moved 10; with bob's wallet, alice was debited
+    and never charged while bob was charged with his wallet untouched."""
+    key = fresh_run(nb)
+    helpers.open_wallet(nb["wallets"], "bob", 100)
+    nb["provider"].fail_next()
+    with pytest.raises(ProviderUnavailable):
+        nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    assert nb["pay"](key, retry, "inv-2") == nb["MISMATCH"]
+    assert nb["provider"].charges == 0 and helpers.read_balance(nb["wallets"], "bob") == 100
+    first = nb["pay"](key, nb["PAYLOAD"], "inv-3")                     # the first request, sent again, finishes
+    assert first["status"] == 201 and (debits(nb), nb["provider"].charges) == (1, 1)
+    assert [(c.wallet_id, c.amount) for c in nb["provider"].made] == [("alice", 10)]
+    assert nb["pay"](key, retry, "inv-4") == nb["MISMATCH"]
+
+
+def test_a_marker_under_the_key_for_another_debit_is_not_already_debited(nb):
+    key = fresh_run(nb)
+    assert nb["debit_once"]("alice", 10, f"shop-a#{key}") is True
+    with pytest.raises(nb["KeyReused"], match="already debited 10"):
+        nb["debit_once"]("alice", 99, f"shop-a#{key}")
+    assert nb["debit_once"]("alice", 10, f"shop-a#{key}") is False and debits(nb) == 1
+
+
+def test_two_attempts_with_one_invocation_id_in_one_millisecond_do_not_share_the_lease(nb):
+    """Lambda's async retries reuse the request ID, and on the virtual clock every call in a cell shares a
+    millisecond: the old token `invocation@ms` let a duplicate with another amount be charged instead of refused."""
+    key, seen = fresh_run(nb), []
+    def duplicate(step):
+        if step == "claimed" and not seen:
+            seen.append(nb["pay"](key, {"wallet": "alice", "amount": 99}, "inv-1"))
+            seen.append(nb["pay"](key, nb["PAYLOAD"], "inv-1"))
+    first = nb["pay"](key, nb["PAYLOAD"], "inv-1", duplicate)
+    assert seen == [nb["MISMATCH"], nb["IN_PROGRESS"]] and first["status"] == 201
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+def test_eight_threads_with_one_invocation_id_run_the_work_once(nb):
+    key, runs = fresh_run(nb), []
+    answers = race(lambda i: nb["pay"](key, nb["PAYLOAD"], "inv-1", lambda step: runs.append(step)), threads=8)
+    assert runs.count("claimed") == 1, runs
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+    assert all(a == nb["IN_PROGRESS"] or a["status"] == 201 for a in answers)
+
+
+def test_a_replay_is_one_failed_conditional_write(nb):
+    key = fresh_run(nb)
+    nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    counter = CallCounter().watch(nb["records"])
+    nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    assert (counter.round_trips, dict(counter.calls)) == (1, {"PutItem": 1})
+
+
+@pytest.mark.parametrize("caller_length", [240, 300])
+def test_a_key_too_long_for_the_provider_is_refused_before_the_debit(nb, caller_length):
+    """The old handler debited, then the provider refused the 256+ character key as bad input: wallet -10, no
+    charge, and every retry the same."""
+    key = fresh_run(nb)
+    caller = "c" * caller_length
+    with pytest.raises(helpers.BadInput, match="caller|provider"):
+        nb["pay"](key, nb["PAYLOAD"], "inv-1", caller=caller)
+    assert debits(nb) == 0 and nb["provider"].calls == 0
+    assert helpers.read_item(nb["records"], {"pk": f"{caller}#{key}"}) is None
+
+
+SHAPES = [({"wallet": "alice"}, "k", "inv-1", "payload"), ({"wallet": "alice", "amount": 10, "note": "x" * 500_000},
+          "k", "inv-1", "payload"), ("alice:10", "k", "inv-1", "payload"), (nb_payload := {"wallet": "alice",
+          "amount": 10}, "k", None, "invocation"), (nb_payload, "k", "", "invocation"),
+          (nb_payload, "k\ud800", "inv-1", "request_id"), ({"wallet": "al\udfffice", "amount": 10}, "k", "inv-1",
+          "wallet_id"), (nb_payload, "k", "inv\ud800", "invocation")]
+
+
+@pytest.mark.parametrize("handler", ["pay", "pay_powertools"])
+@pytest.mark.parametrize("payload, key, invocation, name", SHAPES)
+def test_a_badly_shaped_request_is_bad_input_naming_the_field_nothing_written(nb, handler, payload, key, invocation,
+                                                                             name):
+    key = f"{key}-{fresh_run(nb)}"
+    records_before = nb["records"].scan(ConsistentRead=True)["Items"]
+    with pytest.raises(helpers.BadInput, match=name):
+        nb[handler](key, payload, invocation)
+    assert debits(nb) == 0 and nb["provider"].calls == 0
+    assert nb["records"].scan(ConsistentRead=True)["Items"] == records_before
