@@ -22,6 +22,8 @@ their own folders:
     http_faults      LostHttpResponses: the server commits, the HTTP client times out
     postgres         postgres(): an embedded PostgreSQL (pgserver), or the one $RETRY_POSTGRES_URL names
     lessons          load_lesson(): another notebook's own imports and lesson cells, run here
+    specification    the four properties every retry-safe handler holds (once, bound, truthful, live)
+    checker          check_handler(): generated histories against a handler, held to the specification
     charts, notebook display settings and small chart functions
     exercises/       one checker per lesson's "Your turn" (check_retry_safe_debit() ...): instant feedback
     services/        the simulated AWS services: API Gateway, SQS and Lambda's poller, a payment provider...
@@ -43,5 +45,14 @@ __all__ = [
     "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
     "connect", "VirtualClock", "EventLog", "LostResponses", "DynamoDBErrors", "RequestIds", "setup",
     "fresh_table", "empty_table", "open_wallet", "read_balance", "read_item",
-    "BadInput", "WalletNotFound", "check_debit",
+    "BadInput", "WalletNotFound", "check_debit", "check_handler",
 ]
+
+
+def __getattr__(name: str):
+    """`helpers.check_handler`, imported on first use (it brings hypothesis, which the lessons need only then)."""
+    if name == "check_handler":
+        from .checker import check_handler
+
+        return check_handler
+    raise AttributeError(f"module 'helpers' has no attribute {name!r}")

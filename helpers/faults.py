@@ -43,6 +43,7 @@ class LostResponses(Schedule):
     ) -> None:
         super().__init__(p=p, seed=seed, at=frozenset(at))   # `sent`: write requests seen so far
         self.operations = frozenset(operations)
+        self._installed: list[tuple[Any, Any]] = []
 
     @property
     def lost(self) -> list[int]:
@@ -66,7 +67,14 @@ class LostResponses(Schedule):
             return result
 
         endpoint._do_get_response = do_get_response
+        self._installed.append((endpoint, original))
         return self
+
+    def uninstall(self) -> None:
+        """Give every installed client its own answers back (the last installed first)."""
+        while self._installed:
+            endpoint, original = self._installed.pop()
+            endpoint._do_get_response = original
 
 
 def _client_of(target: Any) -> Any:

@@ -1,0 +1,300 @@
+"""One checker for every payment handler: generated histories, held to `helpers.specification`.
+
+`check_handler(pay)` takes a handler shaped like notebook 06's --
+``pay(key, payload, invocation, hook=..., caller=...)`` answering ``{"status": ..., "body": ...}`` --
+and sends it histories that hypothesis generates and shrinks: keys from a small set, payloads that
+sometimes differ, two callers, attempts that share an invocation ID and a millisecond; a crash at any
+step the handler reaches (each `hook(step)` call), a duplicate arriving there (or after the attempt
+stalled past its lease), a lost DynamoDB answer or one of DynamoDB's failure answers at any write,
+the payment provider down; leases and retention windows running out. After each history it quiesces
+(leases over, each key's first request sent again until it gets a final answer) and checks the four
+properties. The answer is a `Verdict`: the properties held, or the first broken one with the shortest
+history the search found, as data.
+
+The handler's surroundings come from the handler's own module globals (a notebook's namespace):
+`db` (its clock), `wallets` (the wallet table), `provider` (replaced by a fresh `PaymentProvider` for
+each history), `LEASE_SECONDS` and `RETENTION_SECONDS`; faults are injected on every boto3 table
+and client found there.
+
+    >>> verdict = check_handler(pay, histories=50)            # doctest: +SKIP
+    >>> print(verdict)                                         # doctest: +SKIP
+    pay holds once, bound to its payload, truthful, live over 50 histories
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+
+from .dynamodb_errors import CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED, DynamoDBErrors
+from .faults import LostResponses
+from .services.payment_provider import PaymentProvider
+from .specification import FINAL, LIVE, PROPERTIES, Operation, Violation, check_answer, check_money, in_words
+from .tables import open_wallet
+
+WALLETS = {"alice": 1000, "bob": 1000}
+PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
+KEYS, CALLERS, INVOCATIONS = ["k1", "k2"], ["shop-a", "shop-b"], ["inv-1", "inv-2"]
+ANSWERS = (CONFLICT, THROTTLED, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED)
+RESENDS_AT_QUIESCENCE = 4
+
+
+class Crash(BaseException):
+    """The attempt dies at this step: no `except Exception` of the handler runs (a Lambda timeout, an OOM)."""
+
+
+@dataclass
+class Verdict:
+    """What the checker found: `broken` is None when every property held over `histories` histories."""
+
+    handler: str
+    histories: int
+    broken: str | None = None
+    sentence: str = ""
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def holds(self) -> list[str]:
+        return [p for p in PROPERTIES if p != self.broken] if self.broken is None else []
+
+    def __str__(self) -> str:
+        if self.broken is None:
+            return f"{self.handler} holds {', '.join(PROPERTIES)} over {self.histories} histories"
+        lines = [f"{self.handler} breaks {self.broken}: {self.sentence}", "shortest history found:"]
+        lines += [f"  {n}. {step['said']}" for n, step in enumerate(self.history, 1)]
+        return "\n".join(lines)
+
+
+class Subject:
+    """A 06-shaped handler and its surroundings, read from its module globals."""
+
+    def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
+        self.handler, self.g = handler, getattr(handler, "__globals__", {})
+        self.name = name or getattr(handler, "__name__", "handler")
+        missing = [n for n in ("db", "wallets", "provider") if n not in self.g]
+        if missing:
+            raise ValueError(f"check_handler reads {', '.join(missing)} from the handler's module: define them there")
+        self.clock, self.wallets = self.g["db"].clock, self.g["wallets"]
+        self.reader = self.g["db"].client()           # reads the balances, with no fault injected
+        self.lease = float(self.g.get("LEASE_SECONDS", 30))
+        self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
+        clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
+        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
+        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS,), operations={"TransactWriteItems"})
+        self.clients = list(clients.values())
+        self.run = 0
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Subject]:
+        kept = self.g["provider"]
+        for schedule in (self.lost, self.errors, self.in_progress):
+            for client in self.clients:
+                schedule.install(client)
+        try:
+            yield self
+        finally:
+            for schedule in (self.in_progress, self.errors, self.lost):
+                schedule.uninstall()
+            self.g["provider"] = kept
+
+    def begin(self) -> None:
+        self.run += 1
+        self.provider = self.g["provider"] = PaymentProvider(self.clock)
+        for wallet, balance in WALLETS.items():
+            open_wallet(self.wallets, wallet, balance)
+
+    def money(self) -> dict[str, int]:
+        """Money moved so far in this history: debited per wallet (read back, one request) and charged."""
+        got = self.reader.batch_get_item(RequestItems={self.wallets.name: {
+            "Keys": [{"pk": {"S": w}} for w in WALLETS], "ConsistentRead": True}})["Responses"][self.wallets.name]
+        balances = {item["pk"]["S"]: int(item["balance"]["N"]) for item in got}
+        moved = {f"{w} debited": WALLETS[w] - balances[w] for w in WALLETS}
+        for w in WALLETS:
+            moved[f"{w} charged"] = sum(c.amount for c in self.provider.made if c.wallet_id == w)
+        return moved
+
+    def arm(self, fault: tuple | None) -> None:
+        kind = fault[0] if fault else None
+        self.lost.restart(at={fault[1]} if kind == "lost" else ())
+        self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
+        self.in_progress.restart(at={fault[1]: IN_PROGRESS} if kind == "in progress" else {})
+        self.provider.fail_next(fault[1] if kind == "provider down" else 0)
+
+
+def _client(value: Any) -> Any:
+    if hasattr(value, "_endpoint") and hasattr(value, "meta"):
+        return value
+    client = getattr(getattr(value, "meta", None), "client", None)
+    return client if hasattr(client, "_endpoint") else None
+
+
+requests = st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(KEYS),
+                     st.sampled_from(PAYLOADS), st.sampled_from(INVOCATIONS))
+faults = st.one_of(st.none(), st.tuples(st.just("lost"), st.integers(0, 4)),
+                   st.tuples(st.just("answer"), st.integers(0, 4), st.sampled_from(ANSWERS)),
+                   st.tuples(st.just("in progress"), st.integers(0, 2)),
+                   st.tuples(st.just("provider down"), st.integers(1, 2)))
+steps = st.one_of(st.none(), st.integers(0, 3))
+meanwhile = st.one_of(st.none(), st.tuples(st.integers(0, 3), requests, st.booleans()))
+
+
+def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
+    class History(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            subject.begin()
+            self.ops: dict[tuple[str, str], Operation] = {}
+            self.closed: list[Operation] = []
+            self.said: list[dict[str, Any]] = []
+            self.broken = False
+            self.last = subject.money()
+
+        def money(self) -> dict[str, int]:
+            self.last = subject.money()
+            return self.last
+
+        def fail(self, violation: Violation) -> None:
+            self.broken = True
+            violation.history = list(self.said)
+            raise violation
+
+        def call(self, request: tuple, hook: Callable[[str], None]) -> Any:
+            caller, key, (wallet, amount), invocation = request
+            try:
+                return subject.handler(f"r{subject.run}-{key}", {"wallet": wallet, "amount": amount}, invocation,
+                                       hook=hook, caller=caller)
+            except (Exception, Crash) as error:  # noqa: B902 - a crash is what the checker injects
+                return error
+
+        def judge(self, request: tuple, answer: Any, moved: dict[str, int]) -> None:
+            caller, key, payload, _ = request
+            op = self.ops.setdefault((caller, key), Operation(caller, key, payload))
+            try:
+                check_answer(op, payload, answer, moved)
+            except Violation as violation:
+                self.fail(violation)
+
+        def note(self, request: tuple, answer: Any, what: str = "") -> None:
+            caller, key, (wallet, amount), invocation = request
+            self.said.append({"caller": caller, "key": key, "wallet": wallet, "amount": amount,
+                              "invocation": invocation, "what": what, "answer": in_words(answer),
+                              "said": f"{caller} sends {key} ({amount} from {wallet}) as {invocation}{what}"
+                                      f" -> {in_words(answer)}"})
+
+        @rule(request=requests, crash_at=steps, fault=faults, during=meanwhile)
+        def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
+            seen, nested_moved = [0], {}
+
+            def hook(step: str) -> None:
+                n, seen[0] = seen[0], seen[0] + 1
+                if during is not None and n == during[0] and not nested_moved:
+                    if during[2]:
+                        subject.clock.advance(subject.lease + 0.6)   # stalled past its lease meanwhile
+                    before = self.money()
+                    answer = self.call(during[1], lambda step: None)
+                    nested_moved.update({k: v - before[k] for k, v in self.money().items()})
+                    self.note(during[1], answer, f"  (while the one below is at {step!r}"
+                                                 f"{', stalled past its lease' if during[2] else ''})")
+                    self.judge(during[1], answer, nested_moved)
+                if crash_at is not None and n == crash_at:
+                    raise Crash(step)
+
+            before = self.last
+            subject.arm(fault)
+            try:
+                answer = self.call(request, hook)
+            finally:
+                subject.arm(None)
+            moved = {k: v - before[k] - nested_moved.get(k, 0) for k, v in self.money().items()}
+            what = (f", crashing at step {crash_at}" if crash_at is not None else "") + _fault_words(fault)
+            self.note(request, answer, what)
+            self.judge(request, answer, moved)
+
+        @rule(span=st.sampled_from(["lease", "retention"]))
+        def wait(self, span: str) -> None:
+            if span == "lease":
+                subject.clock.advance(subject.lease + 1)
+                self.said.append({"said": f"{subject.lease + 1:.0f} s pass (leases run out)"})
+                return
+            self.quiesce()
+            subject.clock.advance(subject.retention + 3600)
+            self.closed += self.ops.values()
+            self.ops = {}
+            self.said.append({"said": "the retention window passes: every key is forgotten"})
+
+        def quiesce(self) -> None:
+            subject.clock.advance(subject.lease + 1)
+            for (caller, key), op in list(self.ops.items()):
+                for payload in sorted(op.pending):           # every client without a final answer sends again
+                    self.drive(caller, key, op, payload)
+            money = self.last
+            try:
+                check_money([*self.closed, *self.ops.values()], {w: money[f"{w} debited"] for w in WALLETS},
+                            {w: money[f"{w} charged"] for w in WALLETS})
+            except Violation as violation:
+                self.fail(violation)
+
+        def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int]) -> None:
+            request = (caller, key, payload, "quiesce")
+            for _ in range(RESENDS_AT_QUIESCENCE):
+                before = self.last
+                answer = self.call(request, lambda step: None)
+                self.note(request, answer, " (resent at quiescence)")
+                self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()})
+                if _kind(answer) in FINAL:
+                    return
+                subject.clock.advance(subject.lease + 1)
+            self.fail(Violation(LIVE, f"{caller}'s key {key!r} ({payload[1]} from {payload[0]!r}) got no final "
+                                      f"answer in {RESENDS_AT_QUIESCENCE} resends after its lease ran out"))
+
+        def teardown(self) -> None:
+            if not self.broken:
+                self.quiesce()
+
+    return History
+
+
+def _kind(answer: Any) -> str:
+    from .specification import classify
+    return classify(answer)
+
+
+def _fault_words(fault: tuple | None) -> str:
+    if fault is None:
+        return ""
+    if fault[0] == "provider down":
+        return f", the provider down for {fault[1]} request(s)"
+    if fault[0] == "answer":
+        return f", DynamoDB answers write {fault[1]} with {fault[2]}"
+    return f", write {fault[1]}'s answer lost" if fault[0] == "lost" else \
+        f", transaction {fault[1]} answered TransactionInProgress"
+
+
+def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: int = 6, name: str | None = None,
+                  seed_search: bool = False, shrink: bool = True) -> Verdict:
+    """Send `handler` `histories` generated histories (deterministic unless `seed_search`); return the Verdict.
+
+    With `shrink=False` the first failing history is returned as found, not shortened (faster).
+    """
+    if not callable(handler):
+        raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")
+    if isinstance(histories, bool) or not isinstance(histories, int) or histories < 1:
+        raise ValueError(f"histories must be a whole number >= 1, got {histories!r}")
+    subject = Subject(handler, name)
+    machine = _machine(subject)
+    config = settings(max_examples=histories, stateful_step_count=steps, deadline=None, derandomize=not seed_search,
+                      database=None, verbosity=Verbosity.quiet, report_multiple_bugs=False,
+                      suppress_health_check=list(HealthCheck),
+                      phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
+    with subject.installed():
+        try:
+            run_state_machine_as_test(machine, settings=config)
+        except Violation as violation:
+            return Verdict(subject.name, subject.run, violation.prop, violation.sentence, violation.history)
+    return Verdict(subject.name, subject.run)

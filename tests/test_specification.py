@@ -1,0 +1,163 @@
+"""The specification (helpers/specification.py) and its checker (helpers/checker.py), over the lessons' handlers.
+
+Each handler the collection teaches as safe is held to the four properties over generated histories: 500 on
+moto, 100 on DynamoDB Local (derandomized: the same histories every run). Each design that gives a property up
+on purpose has a test that the checker finds it, and names the property.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from summary_lines import summary
+
+import helpers
+from helpers.checker import Verdict, check_handler
+from helpers.specification import (
+    BOUND,
+    IN_PROGRESS,
+    LIVE,
+    MISMATCH,
+    ONCE,
+    REFUSED,
+    SUCCESS,
+    TRUTHFUL,
+    UNKNOWN,
+    Operation,
+    Violation,
+    check_answer,
+    check_money,
+    classify,
+)
+
+from notebook_code import lesson
+
+BACKEND = os.environ.get("RETRY_BACKEND", "moto")
+HISTORIES = 500 if BACKEND == "moto" else 100
+pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
+
+
+@pytest.fixture(scope="module")
+def nb():
+    return lesson("06_saved_responses.ipynb")
+
+
+def report(verdict: Verdict) -> None:
+    summary(f"the specification's checker on {BACKEND}").append(
+        str(verdict) if verdict.broken is None else f"{verdict.handler} breaks {verdict.broken} (as it should)")
+
+
+# --- the specification alone ------------------------------------------------------------------------------------
+
+def test_answers_are_classified_by_what_they_tell_the_caller():
+    assert classify({"status": 201, "body": "{}"}) == SUCCESS
+    assert [classify({"status": s}) for s in (422, 409, 404, 500)] == [MISMATCH, IN_PROGRESS, REFUSED, UNKNOWN]
+    assert classify(helpers.BadInput("x")) == REFUSED and classify(helpers.WalletNotFound("w")) == REFUSED
+    assert classify(ConnectionError("down")) == UNKNOWN and classify(None) == UNKNOWN
+
+
+def test_an_answer_that_says_nothing_was_written_while_money_moved_breaks_truthful():
+    op = Operation("shop-a", "k", ("alice", 10))
+    with pytest.raises(Violation) as found:
+        check_answer(op, ("alice", 10), {"status": 409, "body": ""}, {"alice debited": 10})
+    assert found.value.prop == TRUTHFUL
+
+
+def test_a_replay_that_differs_breaks_truthful_and_a_success_for_another_payload_breaks_bound():
+    op = Operation("shop-a", "k", ("alice", 10))
+    first = {"status": 201, "body": json.dumps({"charge": "ch_1"})}
+    check_answer(op, ("alice", 10), first, {})
+    check_answer(op, ("alice", 10), dict(first), {})                       # the same bytes: a replay
+    with pytest.raises(Violation) as differs:
+        check_answer(op, ("alice", 10), {"status": 201, "body": json.dumps({"charge": "ch_2"})}, {})
+    assert differs.value.prop == TRUTHFUL
+    with pytest.raises(Violation) as other:
+        check_answer(op, ("alice", 99), first, {})
+    assert other.value.prop == BOUND
+
+
+def test_money_must_match_the_answers_per_wallet():
+    op = Operation("shop-a", "k", ("alice", 10), successes=[(("alice", 10), {"status": 201})])
+    check_money([op], {"alice": 10, "bob": 0}, {"alice": 10, "bob": 0})
+    with pytest.raises(Violation, match="charged 99") as found:
+        check_money([op], {"alice": 10, "bob": 0}, {"alice": 99, "bob": 0})
+    assert found.value.prop == ONCE
+    with pytest.raises(Violation):
+        check_money([], {"alice": 10}, None)                              # debited, never answered success
+
+
+def test_check_handler_refuses_what_it_cannot_check(nb):
+    with pytest.raises(TypeError):
+        check_handler("pay")
+    with pytest.raises(ValueError, match="histories"):
+        check_handler(nb["pay"], histories=0)
+    with pytest.raises(ValueError, match="db, wallets, provider"):
+        check_handler(len)
+
+
+# --- the lessons' handlers ------------------------------------------------------------------------------------
+
+def test_06_pay_holds_every_property(nb):
+    verdict = check_handler(nb["pay"], histories=HISTORIES, name="06 pay")
+    report(verdict)
+    assert verdict.broken is None, str(verdict)
+    assert verdict.histories >= HISTORIES
+
+
+def test_powertools_outside_lambda_gives_up_live(nb):
+    """No in-progress expiry without a Lambda context: one lost or crashed attempt blocks its key for good."""
+    verdict = check_handler(nb["pay_powertools_outside_lambda"], histories=100, shrink=False,
+                            name="06 Powertools outside Lambda")
+    report(verdict)
+    assert verdict.broken == LIVE, str(verdict)
+
+
+def tempting(nb, *, give_back: bool, any_marker: bool):
+    """06's pay with one or both of the shortcuts the lesson shows failing, for as long as the block runs."""
+    records = nb["records"]
+
+    def give_back_(key, lease_token):
+        records.delete_item(Key={"pk": key}, ConditionExpression="lease_token = :mine",
+                            ExpressionAttributeValues={":mine": lease_token})
+
+    swaps = {"end_lease": give_back_} if give_back else {}
+    if any_marker:
+        swaps["same_debit"] = lambda marker_item, wallet_id, amount, key: False
+    return swaps
+
+
+@pytest.mark.parametrize("give_back, any_marker, expected", [
+    (True, True, {ONCE, BOUND}), (True, False, {ONCE, BOUND, LIVE})], ids=["give-back-and-any-marker", "give-back"])
+def test_the_tempting_shortcuts_are_found(nb, give_back, any_marker, expected):
+    swaps = tempting(nb, give_back=give_back, any_marker=any_marker)
+    kept = {name: nb[name] for name in swaps}
+    nb.update(swaps)
+    try:
+        verdict = check_handler(nb["pay"], histories=200, shrink=False, name=f"06 pay with {'+'.join(swaps)} swapped")
+    finally:
+        nb.update(kept)
+    report(verdict)
+    assert verdict.broken in expected, str(verdict)
+    assert verdict.history, "the failing history comes back as data"
+
+
+def test_a_handler_with_no_record_gives_up_once(nb):
+    def naive_pay(key, payload, invocation, hook=lambda step: None, caller="shop-a"):
+        nb["wallets"].update_item(Key={"pk": payload["wallet"]}, UpdateExpression="SET balance = balance - :a",
+                                  ExpressionAttributeValues={":a": payload["amount"]})
+        hook("debited")
+        charge = nb["provider"].charge(payload["wallet"], payload["amount"], idempotency_key=f"{caller}#{key}")
+        return {"status": 201, "body": json.dumps({"charge": charge.charge_id})}
+
+    verdict = check_handler(_with_globals(naive_pay, nb), histories=100, shrink=False, name="naive pay")
+    report(verdict)
+    assert verdict.broken == ONCE, str(verdict)
+
+
+def _with_globals(function, namespace):
+    """`function` re-bound to `namespace` as its module globals (as if it had been defined in the notebook)."""
+    import types
+    return types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
+                              function.__closure__)
