@@ -141,7 +141,9 @@ faults = st.one_of(st.none(), st.tuples(st.just("lost"), st.integers(0, 4)),
                    st.tuples(st.just("in progress"), st.integers(0, 2)),
                    st.tuples(st.just("provider down"), st.integers(1, 2)))
 steps = st.one_of(st.none(), st.integers(0, 3))
-meanwhile = st.one_of(st.none(), st.tuples(st.integers(0, 3), requests, st.booleans()))
+# meanwhile: at the attempt's n-th step, another request arrives -- a copy of it (the commonest duplicate: a
+# client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
+meanwhile = st.one_of(st.none(), st.tuples(st.integers(0, 3), st.one_of(st.just("copy"), requests), st.booleans()))
 
 
 def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
@@ -190,6 +192,9 @@ def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
         @rule(request=requests, crash_at=steps, fault=faults, during=meanwhile)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
             seen, nested_moved = [0], {}
+            if during is not None and during[1] == "copy":
+                caller, key, payload, invocation = request
+                during = (during[0], (caller, key, payload, INVOCATIONS[invocation == INVOCATIONS[0]]), during[2])
 
             def hook(step: str) -> None:
                 n, seen[0] = seen[0], seen[0] + 1
