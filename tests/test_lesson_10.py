@@ -279,7 +279,7 @@ def test_a_duplicate_while_postgres_works_waits_then_replays_even_after_a_crash(
 def test_the_schedules_catch_a_handler_without_its_claim(nb):
     """The checks can fail: a debit with no idempotency row, retried after a lost answer, debits twice."""
     def naive(user_id, key, payload, invocation, hook=lambda step: None):
-        nb["check_payment"](user_id, key, payload)
+        nb["check_payment"](user_id, key, payload, invocation)
         with nb["pg"].connect() as conn:
             conn.execute("BEGIN")
             conn.execute("UPDATE wallets SET balance = balance - %s WHERE wallet_id = %s",
@@ -360,22 +360,25 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(nb, user_id, key, payload
     assert table_state(nb) == before
 
 
-def test_a_missing_wallet_rolls_back_the_claim_and_frees_the_key(nb):
+def test_a_missing_wallet_rolls_back_the_work_and_keeps_the_claim(nb):
     fresh(nb, POSTGRES)
-    before = table_state(nb)
-    with pytest.raises(WalletNotFound, match="'nobody' does not exist; nothing was written"):
+    with pytest.raises(WalletNotFound, match="'nobody' does not exist"):
         nb["pay"](nb["USER"], "t10-nobody", {"wallet": "nobody", "amount": 10}, "inv-1")
-    assert table_state(nb) == before
-    assert nb["pay"](nb["USER"], "t10-nobody", nb["PAYLOAD"], "inv-2")["status"] == 202   # the key is free
+    assert nb["balance"](nb["WALLET"]) == 100 and nb["rows"]("outbox").empty
+    [claim] = nb["rows"]("idempotency").to_dict("records")          # bound to its payload, unanswered
+    assert claim["idempotency_key"] == "t10-nobody" and pd_isna(claim["response_status_code"])
+    assert nb["pay"](nb["USER"], "t10-somebody", nb["PAYLOAD"], "inv-2")["status"] == 202
 
 
 def test_a_provider_failure_leaves_the_row_pending_and_the_next_run_charges_once(nb):
     fresh(nb, POSTGRES)
     nb["pay"](nb["USER"], "t10-down", nb["PAYLOAD"], "inv-1")
     nb["provider"].fail_next()
-    with pytest.raises(ConnectionError):
-        nb["deliver_one"]()
-    assert nb["rows"]("outbox")["delivered_at"].isna().all()
+    assert nb["deliver_one"]() == "failed"                          # recorded, not raised
+    [row] = nb["rows"]("outbox").to_dict("records")
+    assert pd_isna(row["delivered_at"]) and row["attempts"] == 1 and "unavailable" in row["last_error"]
+    assert nb["deliver_all"]() == 0                                 # not due yet: it backs off
+    nb["db"].clock.advance(nb["BACKOFF_SECONDS"])
     assert nb["deliver_all"]() == 1 and nb["provider"].charges == 1
 
 
@@ -400,13 +403,14 @@ def test_a_replay_is_byte_identical_and_costs_no_write(nb):
     assert table_state(nb) == before
 
 
-def test_a_crash_rolls_everything_back_no_row_no_debit_no_outbox(nb):
+def test_a_crash_rolls_the_work_back_no_debit_no_outbox_no_response(nb):
     for step in ("claimed", "debited", "saved"):
         fresh(nb, POSTGRES)
-        before = table_state(nb)
         with pytest.raises(nb["Crash"]):
             nb["pay"](nb["USER"], f"t10-crash-{step}", nb["PAYLOAD"], "inv-1", nb["crash_at"](step))
-        assert table_state(nb) == before, step
+        assert nb["balance"](nb["WALLET"]) == 100 and nb["rows"]("outbox").empty, step
+        [claim] = nb["rows"]("idempotency").to_dict("records")      # only the committed claim, unanswered
+        assert pd_isna(claim["response_status_code"]), step
 
 
 def test_keys_are_scoped_per_user(nb):
@@ -418,24 +422,26 @@ def test_keys_are_scoped_per_user(nb):
 
 
 def test_the_wait_then_read_needs_read_committed(nb):
-    """Under REPEATABLE READ the waiting claim ends in a serialization failure, as the notebook says."""
+    """Under REPEATABLE READ the waiting lock ends in a serialization failure; under READ COMMITTED it reads the
+    row as the first transaction committed it -- as the notebook says."""
     pg = nb["pg"]
     fresh(nb, POSTGRES)
     first, second = pg.connect(counted=False), pg.connect(counted=False)
-    claim = ("INSERT INTO idempotency (user_id, idempotency_key, payload_fingerprint, created_at, expires_at) "
-             "VALUES ('alice', 't10-iso', 'f', 0, 1) ON CONFLICT DO NOTHING")
+    lock = "SELECT response_status_code FROM idempotency WHERE idempotency_key = 't10-iso' FOR UPDATE"
     try:
+        first.execute("INSERT INTO idempotency (user_id, idempotency_key, payload_fingerprint, created_at, "
+                      "expires_at) VALUES ('alice', 't10-iso', 'f', 0, 1)")
         first.execute("BEGIN")
-        first.execute(claim)
+        first.execute(lock)
+        first.execute("UPDATE idempotency SET response_status_code = 202 WHERE idempotency_key = 't10-iso'")
         second.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         second.execute("SELECT 1 FROM wallets")               # its snapshot: taken before the first commits
         threading.Timer(0.2, lambda: first.execute("COMMIT")).start()
         with pytest.raises(psycopg.errors.SerializationFailure):
-            second.execute(claim)
+            second.execute(lock)
         second.execute("ROLLBACK")
-        second.execute("BEGIN")                               # READ COMMITTED: no row inserted, the row visible
-        assert second.execute(claim).rowcount == 0
-        assert second.execute("SELECT count(*) FROM idempotency WHERE idempotency_key = 't10-iso'").fetchone() == (1,)
+        second.execute("BEGIN")                               # READ COMMITTED: the committed response
+        assert second.execute(lock).fetchone() == (202,)
         second.execute("COMMIT")
     finally:
         first.close()
@@ -454,8 +460,8 @@ def test_costs_and_what_is_held_as_the_notebook_measures_them_twice(nb):
         for marker in ("costs = []", "class LookingOn"):      # the measuring cells, run in the notebook's namespace
             exec(compile(measuring_cell(marker), f"{NB}[{marker}]", "exec"), nb)
         costs, held = nb["costs"], nb["held"]
-        assert costs.loc[(POSTGRES, "new payment"), "round trips to the database"] == 11
-        assert costs.loc[(POSTGRES, "replay"), "round trips to the database"] == 5
+        assert costs.loc[(POSTGRES, "new payment"), "round trips to the database"] == 14
+        assert costs.loc[(POSTGRES, "replay"), "round trips to the database"] == 6
         assert costs.loc[(DYNAMODB, "new payment"), "round trips to the database"] == 3
         assert list(costs["provider calls"]) == [1, 0, 1, 0]
         assert list(held.loc[POSTGRES]["another payment from the wallet"]) == ["waits", "goes through"]
@@ -532,3 +538,197 @@ def test_call_with_passes_what_the_signature_names():
 def test_the_notebook_uses_the_process_server_it_does_not_start_another(nb):
     from helpers.postgres import postgres
     assert nb["pg"] is postgres()
+
+
+# --- the specification: once, bound to its payload, truthful, live (issue "One specification, one checker") ---
+
+class _VanishingConnection:
+    """A connection on which the key's row is deleted by someone else right after a claim that inserted nothing."""
+
+    def __init__(self, conn, owner: VanishingRow) -> None:
+        self._conn, self._owner = conn, owner
+
+    def execute(self, query, params=None):
+        result = self._conn.execute(query, params)
+        text = str(query).lstrip().upper()
+        if not self._owner.done and text.startswith("INSERT INTO IDEMPOTENCY") and result.rowcount == 0:
+            self._owner.done = True
+            with self._owner.pg.admin() as admin:             # a sweeper (or a person) deletes the row now
+                admin.execute("DELETE FROM idempotency WHERE idempotency_key = %s", (self._owner.key,))
+        return result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._conn.close()
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+class VanishingRow:
+    """Stands in for the notebook's `pg`: the key's row vanishes between the claim and the read that follows it."""
+
+    def __init__(self, pg, key: str) -> None:
+        self.pg, self.key, self.done = pg, key, False
+
+    def connect(self, **options):
+        return _VanishingConnection(self.pg.connect(**options), self)
+
+    def __getattr__(self, name):
+        return getattr(self.pg, name)
+
+
+def test_a_row_that_vanishes_after_the_claim_is_never_read_as_ours(nb):
+    """Old code: 'no row' read as claimed -- it debited, its UPDATE of the response matched 0 rows, it said 202,
+    and the key was remembered nowhere, so the next retry debited a third time."""
+    fresh(nb, POSTGRES)
+    key = "t10-vanish"
+    nb["pay"](nb["USER"], key, nb["PAYLOAD"], "inv-1")
+    real = nb["pg"]
+    nb["pg"] = VanishingRow(real, key)
+    try:
+        answer = nb["pay"](nb["USER"], key, nb["PAYLOAD"], "inv-2")
+    finally:
+        nb["pg"] = real
+    assert nb["pg"] is real
+    saved = nb["rows"]("idempotency")
+    if answer["status"] == 202:                               # a success must be backed by a saved response
+        assert list(saved["response_status_code"]) == [202], saved
+    balance = nb["balance"](nb["WALLET"])
+    again = nb["pay"](nb["USER"], key, nb["PAYLOAD"], "inv-3")
+    assert again == answer and nb["balance"](nb["WALLET"]) == balance, "a retry after a 202 debited again"
+
+
+class Declines(Exception):
+    """The provider refuses this charge, every time (a card limit): a poison row for the outbox."""
+
+
+def declining_provider(nb, limit):
+    from helpers.services.payment_provider import PaymentProvider
+
+    class Declining(PaymentProvider):
+        def charge(self, wallet_id, amount, idempotency_key):
+            if amount > limit:
+                self.calls += 1
+                raise Declines(f"charge of {amount} declined")
+            return super().charge(wallet_id, amount, idempotency_key)
+    return Declining(nb["db"].clock)
+
+
+def run_worker(nb):
+    """One worker run, as an operator's cron would start it: whatever it raises ends this run only."""
+    try:
+        nb["deliver_all"]()
+    except Exception:
+        pass
+
+
+def test_a_poison_row_does_not_stall_the_payments_behind_it(nb):
+    """Old code: the worker always picked the oldest row and stopped at its failure: 0 of 4 healthy rows delivered
+    over 3 runs (debited, never charged)."""
+    fresh(nb, POSTGRES)
+    nb["provider"] = provider = declining_provider(nb, limit=50)
+    nb["pay"](nb["USER"], "t10-poison", {"wallet": nb["WALLET"], "amount": 60}, "inv-0")
+    for i in range(4):
+        nb["pay"](nb["USER"], f"t10-healthy-{i}", {"wallet": nb["WALLET"], "amount": 5}, f"inv-{i + 1}")
+    for _ in range(3):
+        run_worker(nb)
+        nb["db"].clock.advance(3600)
+    assert provider.charges == 4, f"{provider.charges} of 4 healthy payments charged"
+    outbox = nb["rows"]("outbox").set_index("outbox_id")
+    assert outbox.loc[2:, "delivered_at"].notna().all() and pd_isna(outbox.loc[1, "delivered_at"])
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+    return bool(pd.isna(value))
+
+
+def test_a_poison_row_ends_dead_lettered_after_its_attempts_and_is_not_tried_again(nb):
+    fresh(nb, POSTGRES)
+    nb["provider"] = provider = declining_provider(nb, limit=50)
+    nb["pay"](nb["USER"], "t10-poison", {"wallet": nb["WALLET"], "amount": 60}, "inv-0")
+    for _ in range(nb["MAX_ATTEMPTS"] + 3):
+        run_worker(nb)
+        nb["db"].clock.advance(24 * 3600)
+    row = nb["rows"]("outbox").iloc[0]
+    assert row["attempts"] == nb["MAX_ATTEMPTS"] and not pd_isna(row["dead_at"]) and "declined" in row["last_error"]
+    assert provider.calls == nb["MAX_ATTEMPTS"] and provider.charges == 0
+
+
+SURROGATE = "k\ud800"
+
+
+@pytest.mark.parametrize("field", ["user_id", "key", "wallet", "invocation"])
+def test_a_lone_surrogate_is_bad_input_naming_the_field_before_anything_is_sent(nb, field):
+    fresh(nb, POSTGRES)
+    nb["pay"](nb["USER"], "t10-before", nb["PAYLOAD"], "inv-0")
+    before = table_state(nb)
+    nb["pg"].statements.reset()
+    arguments = {"user_id": nb["USER"], "key": "t10-surrogate", "payload": dict(nb["PAYLOAD"]), "invocation": "inv-1"}
+    if field == "wallet":
+        arguments["payload"]["wallet"] = SURROGATE
+    else:
+        arguments[field] = SURROGATE
+    with pytest.raises(BadInput, match=f"{'wallet_id' if field == 'wallet' else field}.*lone surrogate"):
+        nb["pay"](arguments["user_id"], arguments["key"], arguments["payload"], arguments["invocation"])
+    assert nb["pg"].statements.round_trips == 0
+    assert table_state(nb) == before
+
+
+@pytest.mark.parametrize("invocation", ["", None, 7])
+def test_a_bad_invocation_is_bad_input(nb, invocation):
+    fresh(nb, POSTGRES)
+    with pytest.raises(BadInput, match="invocation"):
+        nb["pay"](nb["USER"], "t10-inv", nb["PAYLOAD"], invocation)
+    assert nb["rows"]("idempotency").empty
+
+
+def test_a_failed_first_attempt_keeps_the_key_bound_to_its_payload(nb):
+    """Old code: the ROLLBACK freed the key, and another payload under it was then applied."""
+    fresh(nb, POSTGRES)
+    with pytest.raises(WalletNotFound):
+        nb["pay"](nb["USER"], "t10-bound", {"wallet": "nobody", "amount": 10}, "inv-1")
+    other = nb["pay"](nb["USER"], "t10-bound", nb["PAYLOAD"], "inv-2")
+    assert other == nb["MISMATCH"] and nb["balance"](nb["WALLET"]) == 100 and nb["rows"]("outbox").empty
+
+
+@pytest.mark.parametrize("step", ["claimed", "debited", "saved"])
+def test_after_a_crash_another_payload_is_refused_and_the_same_one_completes_forward(nb, step):
+    """Old code: the crash rolled the claim back too, and the key then took effect for another payload."""
+    fresh(nb, POSTGRES)
+    with pytest.raises(nb["Crash"]):
+        nb["pay"](nb["USER"], "t10-crashed", nb["PAYLOAD"], "inv-1", nb["crash_at"](step))
+    assert nb["balance"](nb["WALLET"]) == 100 and nb["rows"]("outbox").empty       # the work rolled back
+    other = nb["pay"](nb["USER"], "t10-crashed", {"wallet": nb["WALLET"], "amount": 99}, "inv-2")
+    assert other == nb["MISMATCH"] and nb["balance"](nb["WALLET"]) == 100
+    done = nb["pay"](nb["USER"], "t10-crashed", nb["PAYLOAD"], "inv-3")
+    assert done["status"] == 202 and nb["balance"](nb["WALLET"]) == 90
+
+
+def test_the_handlers_session_has_a_lease_idle_in_transaction_session_timeout(nb):
+    """A host that vanishes mid-transaction is noticed only by a timeout: the handler's connection sets one."""
+    with nb["connect"]() as conn:
+        lease = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0]
+    assert lease not in ("0", "0ms"), lease
+
+
+def test_a_holder_gone_idle_in_transaction_is_ended_and_the_waiting_duplicate_completes(nb):
+    fresh(nb, POSTGRES)
+    key = "t10-idle"
+    holder = nb["pg"].connect(counted=False)
+    holder.execute("INSERT INTO idempotency (user_id, idempotency_key, payload_fingerprint, created_at, expires_at) "
+                   "VALUES (%s, %s, %s, 0, %s)", (nb["USER"], key, nb["fingerprint"](nb["PAYLOAD"]), 10**12))
+    holder.execute("BEGIN")
+    holder.execute("SELECT 1 FROM idempotency WHERE idempotency_key = %s FOR UPDATE", (key,))
+    duplicate = nb["Alongside"](lambda: nb["pay"](nb["USER"], key, nb["PAYLOAD"], "inv-2"))
+    assert duplicate.state == "waiting on a lock"
+    holder.execute("SET idle_in_transaction_session_timeout = '200ms'")     # then the holder goes silent
+    answer = duplicate.result()
+    assert not isinstance(answer, BaseException), answer
+    assert answer["status"] == 202 and json.loads(answer["body"])["served_by"] == "inv-2"
+    with pytest.raises(psycopg.Error):
+        holder.execute("SELECT 1")
+    holder.close()
