@@ -24,6 +24,7 @@ and client found there.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ from .dynamodb_errors import CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED,
 from .faults import LostResponses
 from .services.payment_provider import PaymentProvider
 from .specification import FINAL, LIVE, PROPERTIES, Operation, Violation, check_answer, check_money, in_words
-from .tables import open_wallet
+from .tables import open_wallet, read_balance
 
 WALLETS = {"alice": 1000, "bob": 1000}
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
@@ -72,7 +73,14 @@ class Verdict:
 
 
 class Subject:
-    """A 06-shaped handler and its surroundings, read from its module globals."""
+    """A 06-shaped handler and its surroundings, read from its module globals.
+
+    Other shapes (a debit function, a handler on Postgres) subclass it: the machine only calls `begin`, `call`,
+    `money`, `drain` and `arm`, and reads `clock`, `lease`, `retention`, `faults` and `interleaves`.
+    """
+
+    faults = ("lost", "answer", "in progress", "provider down")   # what can go wrong around one request
+    interleaves = True                                             # a duplicate may arrive at a hook step
 
     def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
         self.handler, self.g = handler, getattr(handler, "__globals__", {})
@@ -89,10 +97,11 @@ class Subject:
         self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS,), operations={"TransactWriteItems"})
         self.clients = list(clients.values())
         self.run = 0
+        self.provider: PaymentProvider | None = None
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Subject]:
-        kept = self.g["provider"]
+        kept = self.g.get("provider")
         for schedule in (self.lost, self.errors, self.in_progress):
             for client in self.clients:
                 schedule.install(client)
@@ -101,30 +110,88 @@ class Subject:
         finally:
             for schedule in (self.in_progress, self.errors, self.lost):
                 schedule.uninstall()
-            self.g["provider"] = kept
+            if "provider" in self.g:
+                self.g["provider"] = kept
 
     def begin(self) -> None:
+        """A new history: a fresh provider, every wallet back to its balance."""
         self.run += 1
         self.provider = self.g["provider"] = PaymentProvider(self.clock)
         for wallet, balance in WALLETS.items():
             open_wallet(self.wallets, wallet, balance)
 
-    def money(self) -> dict[str, int]:
-        """Money moved so far in this history: debited per wallet (read back, one request) and charged."""
+    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
+             caller: str) -> Any:
+        return self.handler(key, payload, invocation, hook=hook, caller=caller)
+
+    def balances(self) -> dict[str, int]:
         got = self.reader.batch_get_item(RequestItems={self.wallets.name: {
             "Keys": [{"pk": {"S": w}} for w in WALLETS], "ConsistentRead": True}})["Responses"][self.wallets.name]
-        balances = {item["pk"]["S"]: int(item["balance"]["N"]) for item in got}
+        return {item["pk"]["S"]: int(item["balance"]["N"]) for item in got}
+
+    def money(self) -> dict[str, int]:
+        """Money moved so far in this history: debited per wallet (read back) and, with a provider, charged."""
+        balances = self.balances()
         moved = {f"{w} debited": WALLETS[w] - balances[w] for w in WALLETS}
-        for w in WALLETS:
-            moved[f"{w} charged"] = sum(c.amount for c in self.provider.made if c.wallet_id == w)
+        if self.provider is not None:
+            for w in WALLETS:
+                moved[f"{w} charged"] = sum(c.amount for c in self.provider.made if c.wallet_id == w)
         return moved
+
+    def drain(self) -> None:
+        """At quiescence: let any background worker finish (a handler with an outbox overrides it)."""
 
     def arm(self, fault: tuple | None) -> None:
         kind = fault[0] if fault else None
         self.lost.restart(at={fault[1]} if kind == "lost" else ())
         self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
         self.in_progress.restart(at={fault[1]: IN_PROGRESS} if kind == "in progress" else {})
-        self.provider.fail_next(fault[1] if kind == "provider down" else 0)
+        if self.provider is not None:
+            self.provider.fail_next(fault[1] if kind == "provider down" else 0)
+
+
+class DebitSubject(Subject):
+    """A debit function shaped like notebooks 03-05's, `debit(table, wallet, amount, request_id)`, as a handler.
+
+    The request ID is the caller's key; there is no provider, so *once* compares the money debited with the
+    amounts answered success. `answer(result)` turns what the debit returned into a response (default: any
+    return is success -- "debited" and "already debited" alike); an exception is the caller's answer as it is.
+    """
+
+    faults = ("lost", "answer", "in progress")
+    interleaves = False
+
+    def __init__(self, debit: Callable[..., Any], name: str | None = None,
+                 answer: Callable[[Any, dict[str, Any]], Any] | None = None) -> None:
+        g = getattr(debit, "__globals__", {})
+        missing = [n for n in ("db", "table") if n not in g]
+        if missing:
+            raise ValueError(f"the debit's module has no {', '.join(missing)}: define them there")
+        self.debit, self.answer, self.handler, self.g = debit, answer or _debited, debit, g
+        self.name = name or getattr(debit, "__name__", "debit")
+        self.clock, self.wallets, self.reader = g["db"].clock, g["table"], g["db"].client()
+        self.open_wallet, self.read_balance = g.get("open_wallet", open_wallet), g.get("read_balance", read_balance)
+        self.lease, self.retention = 30.0, 24 * 3600.0
+        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
+        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS,), operations={"TransactWriteItems"})
+        self.clients, self.run, self.provider = [_client(self.wallets)], 0, None
+
+    def begin(self) -> None:
+        self.run += 1
+        for wallet, balance in WALLETS.items():
+            self.open_wallet(self.wallets, wallet, balance)
+
+    def balances(self) -> dict[str, int]:
+        return {wallet: self.read_balance(self.wallets, wallet) for wallet in WALLETS}
+
+    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
+             caller: str) -> Any:
+        result = self.debit(self.wallets, payload["wallet"], payload["amount"], f"{caller[-1]}-{key}")
+        return self.answer(result, payload)
+
+
+def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"status": 201, "body": json.dumps({"debited": payload["amount"], "from": payload["wallet"]})}
 
 
 def _client(value: Any) -> Any:
@@ -134,19 +201,35 @@ def _client(value: Any) -> Any:
     return client if hasattr(client, "_endpoint") else None
 
 
-requests = st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(KEYS),
-                     st.sampled_from(PAYLOADS), st.sampled_from(INVOCATIONS))
-faults = st.one_of(st.none(), st.tuples(st.just("lost"), st.integers(0, 4)),
-                   st.tuples(st.just("answer"), st.integers(0, 4), st.sampled_from(ANSWERS)),
-                   st.tuples(st.just("in progress"), st.integers(0, 2)),
-                   st.tuples(st.just("provider down"), st.integers(1, 2)))
+def _requests(keys_reused: bool) -> st.SearchStrategy:
+    """(caller, key, (wallet, amount), invocation); with `keys_reused` False, a key always carries one payload."""
+    payloads = st.sampled_from(PAYLOADS)
+    if keys_reused:
+        return st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(KEYS), payloads,
+                         st.sampled_from(INVOCATIONS))
+    return st.builds(lambda caller, n, invocation: (caller, KEYS[n], PAYLOADS[n], invocation),
+                     st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.integers(0, len(KEYS) - 1),
+                     st.sampled_from(INVOCATIONS))
+
+
 steps = st.one_of(st.none(), st.integers(0, 3))
-# meanwhile: at the attempt's n-th step, another request arrives -- a copy of it (the commonest duplicate: a
-# client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
-meanwhile = st.one_of(st.none(), st.tuples(st.integers(0, 3), st.one_of(st.just("copy"), requests), st.booleans()))
 
 
-def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
+def _faults_for(subject: Subject) -> st.SearchStrategy:
+    kinds = {"lost": st.tuples(st.just("lost"), st.integers(0, 4)),
+             "answer": st.tuples(st.just("answer"), st.integers(0, 4), st.sampled_from(ANSWERS)),
+             "in progress": st.tuples(st.just("in progress"), st.integers(0, 2)),
+             "provider down": st.tuples(st.just("provider down"), st.integers(1, 2))}
+    return st.one_of(st.none(), *(kinds[k] for k in subject.faults))
+
+
+def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]:
+    faults, requests = _faults_for(subject), _requests(keys_reused)
+    # meanwhile: at the attempt's n-th step another request arrives -- a copy of it (the commonest duplicate: a
+    # client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
+    during = st.none() if not subject.interleaves else st.one_of(
+        st.none(), st.tuples(st.integers(0, 3), st.one_of(st.just("copy"), requests), st.booleans()))
+
     class History(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
@@ -154,7 +237,7 @@ def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
             self.ops: dict[tuple[str, str], Operation] = {}
             self.closed: list[Operation] = []
             self.said: list[dict[str, Any]] = []
-            self.broken = False
+            self.broken, self.epoch = False, 0   # after a retention window, keys are new ones (see `wait`)
             self.last = subject.money()
 
         def money(self) -> dict[str, int]:
@@ -169,8 +252,8 @@ def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
         def call(self, request: tuple, hook: Callable[[str], None]) -> Any:
             caller, key, (wallet, amount), invocation = request
             try:
-                return subject.handler(f"r{subject.run}-{key}", {"wallet": wallet, "amount": amount}, invocation,
-                                       hook=hook, caller=caller)
+                return subject.call(f"r{subject.run}-{self.epoch}-{key}", {"wallet": wallet, "amount": amount},
+                                    invocation, hook, caller)
             except (Exception, Crash) as error:  # noqa: B902 - a crash is what the checker injects
                 return error
 
@@ -189,7 +272,7 @@ def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
                               "said": f"{caller} sends {key} ({amount} from {wallet}) as {invocation}{what}"
                                       f" -> {in_words(answer)}"})
 
-        @rule(request=requests, crash_at=steps, fault=faults, during=meanwhile)
+        @rule(request=requests, crash_at=steps, fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
             seen, nested_moved = [0], {}
             if during is not None and during[1] == "copy":
@@ -230,18 +313,23 @@ def _machine(subject: Subject) -> type[RuleBasedStateMachine]:
             self.quiesce()
             subject.clock.advance(subject.retention + 3600)
             self.closed += self.ops.values()
-            self.ops = {}
-            self.said.append({"said": "the retention window passes: every key is forgotten"})
+            self.ops, self.epoch = {}, self.epoch + 1
+            # A design may forget a key after its window or remember it longer: both are right, so the keys sent
+            # from now on are new ones, and what expired (records, markers, the provider's keys) is only in the way.
+            self.said.append({"said": "the retention window passes; the keys sent from now on are new ones"})
 
         def quiesce(self) -> None:
             subject.clock.advance(subject.lease + 1)
+            subject.drain()
+            self.money()
             for (caller, key), op in list(self.ops.items()):
                 for payload in sorted(op.pending):           # every client without a final answer sends again
                     self.drive(caller, key, op, payload)
-            money = self.last
+            subject.drain()
+            money = self.money()
             try:
                 check_money([*self.closed, *self.ops.values()], {w: money[f"{w} debited"] for w in WALLETS},
-                            {w: money[f"{w} charged"] for w in WALLETS})
+                            {w: money[f"{w} charged"] for w in WALLETS} if subject.provider else None)
             except Violation as violation:
                 self.fail(violation)
 
@@ -282,17 +370,19 @@ def _fault_words(fault: tuple | None) -> str:
 
 
 def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: int = 6, name: str | None = None,
-                  seed_search: bool = False, shrink: bool = True) -> Verdict:
+                  seed_search: bool = False, shrink: bool = True, keys_reused: bool = True) -> Verdict:
     """Send `handler` `histories` generated histories (deterministic unless `seed_search`); return the Verdict.
 
-    With `shrink=False` the first failing history is returned as found, not shortened (faster).
+    With `shrink=False` the first failing history is returned as found, not shortened (faster). With
+    `keys_reused=False` no caller ever sends one key with two payloads (for designs that give up *bound* on
+    purpose: what else do they hold?).
     """
-    if not callable(handler):
+    if not callable(handler) and not isinstance(handler, Subject):
         raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")
     if isinstance(histories, bool) or not isinstance(histories, int) or histories < 1:
         raise ValueError(f"histories must be a whole number >= 1, got {histories!r}")
-    subject = Subject(handler, name)
-    machine = _machine(subject)
+    subject = handler if isinstance(handler, Subject) else Subject(handler, name)
+    machine = _machine(subject, keys_reused)
     config = settings(max_examples=histories, stateful_step_count=steps, deadline=None, derandomize=not seed_search,
                       database=None, verbosity=Verbosity.quiet, report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck),

@@ -7,7 +7,8 @@ leases and retention windows running out. At **quiescence** (every crashed attem
 each key's first request sent again until it gets a final answer), four properties hold:
 
 1. **once** -- a logical operation (a caller's key, within its retention window) takes effect at most
-   once, and exactly once if any copy was answered success. Per wallet: the money debited, the money
+   once, and exactly once if any copy was answered success. (After the window a design may forget the key
+   or remember it longer; the checker sends new keys after a window passes.) Per wallet: the money debited, the money
    the provider charged, and the sum of the amounts answered success are equal.
 2. **bound to its payload** -- once a key's work may have begun, the key never produces an effect for
    another payload; such a request is refused (a mismatch, 422) for the whole retention window, after
