@@ -135,3 +135,50 @@ def test_parameters_on_the_key_are_ignored_and_the_string_is_the_key(fresh):
     first = nb["send"](nb["ALICE"], nb["Q"], nb["PAY"], key="params-test")
     again = nb["send"](nb["ALICE"], '"{key}";a=1', nb["PAY"], key="params-test")
     assert (nb["outcome"](first), nb["outcome"](again)) == ("201", "201 replay")
+
+
+def test_the_policy_is_published_in_the_openapi_description(fresh):
+    """draft 2.3 and 2.5.2: the resource publishes its idempotency specification, with its expiry policy;
+    draft 5: a fixed, published key format."""
+    nb = fresh
+    published = httpx.get(nb["server"].url + "/openapi.json", timeout=10).json()
+    policy = published["info"]["description"]
+    assert f"kept {nb['RETENTION_SECONDS'] // 3600} hours" in policy and "422" in policy and "409" in policy
+    assert f"1 to {nb['MAX_KEY_LENGTH']} printable ASCII" in policy
+    (key_field,) = [p for p in published["paths"]["/payments"]["post"]["parameters"] if p["name"] == "Idempotency-Key"]
+    assert key_field["in"] == "header" and key_field["required"] is True
+
+
+def test_urllib3_retries_a_refused_post_with_the_default_allowed_methods():
+    """urllib3's `allowed_methods` gates read and status retries only: a connection error is retried for a POST."""
+    import socket
+
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    tries = []
+
+    class Counting(Retry):
+        def increment(self, *args, **kwargs):
+            tries.append(1)
+            return super().increment(*args, **kwargs)
+
+    nothing_there = socket.socket()
+    nothing_there.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{nothing_there.getsockname()[1]}/payments"
+    nothing_there.close()
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=Counting(total=3)))
+    with pytest.raises(requests.ConnectionError):
+        session.post(url, json={"wallet": "alice", "amount": 10}, timeout=5)
+    assert "POST" not in Retry.DEFAULT_ALLOWED_METHODS and len(tries) == 4   # 1 try + 3 retries, all POSTs
+
+
+def test_a_bare_tenacity_retry_retries_any_exception_forever_without_waiting():
+    import tenacity
+
+    defaults = tenacity.Retrying()
+    assert isinstance(defaults.retry, tenacity.retry_if_exception_type)
+    assert defaults.retry.predicate(RuntimeError()) is True
+    assert type(defaults.stop).__name__ == "_stop_never" and isinstance(defaults.wait, tenacity.wait_none)

@@ -549,3 +549,25 @@ def test_lease_tokens_differ_per_attempt(fresh):
     nb["provider"].fail_next(1)
     post(nb, headers(nb, key), PAYMENT)
     assert record(nb, "acct_alice", key)["lease_token"] != first_token
+
+
+def test_a_crash_after_the_debit_leaves_a_lease_that_runs_out_then_the_same_request_finishes(fresh):
+    """A crash ends nothing: 409 (Retry-After) while the dead attempt's lease runs, then one debit, one charge."""
+    nb, key = fresh, next(_keys)
+    work, end_lease = nb["work"], nb["end_lease"]
+
+    def crash_after_the_debit(record_key, payment, account):
+        nb["debit_once"](payment["wallet"], payment["amount"], record_key, account)
+        raise RuntimeError("the process died here")
+
+    nb["work"], nb["end_lease"] = crash_after_the_debit, lambda record_key, lease: None   # a crash ends no lease
+    try:
+        first = post(nb, headers(nb, key), PAYMENT)
+    finally:
+        nb["work"], nb["end_lease"] = work, end_lease
+    assert first.status_code == 500 and (debits(nb), nb["provider"].charges) == (1, 0)
+    during = post(nb, headers(nb, key), PAYMENT)
+    assert (during.status_code, during.headers["retry-after"]) == (409, "1")
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+    after = post(nb, headers(nb, key), PAYMENT)
+    assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1)
