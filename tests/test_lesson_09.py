@@ -11,11 +11,12 @@ import json
 import pytest
 import requests
 from requests.adapters import HTTPAdapter
+from starlette.datastructures import Headers
 from urllib3.util.retry import Retry
 
 import helpers
 from helpers.concurrency import race
-from helpers.dynamodb_errors import CONFLICT, KINDS, DynamoDBErrors
+from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, DynamoDBErrors
 from helpers.exercises import check_retrying_client
 from helpers.services.payment_provider import PaymentProvider
 
@@ -36,11 +37,12 @@ def nb():
 
 @pytest.fixture
 def fresh(nb):
-    """A new provider, Alice's and Bob's wallets at 1000, no response lost: the notebook's namespace."""
+    """A new provider, Alice's two wallets and Bob's at 1000, no response lost: the notebook's namespace."""
     nb["provider"] = PaymentProvider(nb["db"].clock)
     nb["lost"].reset()
     for wallet in ("alice", "bob"):
-        helpers.open_wallet(nb["wallets"], wallet, OPENED_WITH)
+        nb["open_account_wallet"](nb["wallets"], wallet, OPENED_WITH, owner=f"acct_{wallet}")
+    nb["open_account_wallet"](nb["wallets"], "alice-2", OPENED_WITH, owner="acct_alice")   # her second wallet
     return nb
 
 
@@ -55,6 +57,11 @@ def headers(nb, key=None, api_key="sk_test_alice"):
 
 def debits(nb, wallet="alice"):
     return (OPENED_WITH - helpers.read_balance(nb["wallets"], wallet)) // 10
+
+
+def request_of(payment, caller="acct_alice"):
+    """What the handler fingerprints: the method, the path, the caller and the payment."""
+    return {"method": "POST", "path": "/payments", "caller": caller, "payment": payment}
 
 
 def record(nb, account, key):
@@ -83,7 +90,7 @@ CONTRACT = [
     ("same key, same payment: the replay", ("sk_test_alice", PAYMENT), ("sk_test_alice", PAYMENT), 201, None),
     ("same key, another amount", ("sk_test_alice", PAYMENT), ("sk_test_alice", {"wallet": "alice", "amount": 99}),
      422, "idempotency_key_reused"),
-    ("same key, another wallet", ("sk_test_alice", PAYMENT), ("sk_test_alice", {"wallet": "bob", "amount": 10}),
+    ("same key, another wallet", ("sk_test_alice", PAYMENT), ("sk_test_alice", {"wallet": "alice-2", "amount": 10}),
      422, "idempotency_key_reused"),
     ("Bob, Alice's key: his own payment", ("sk_test_alice", PAYMENT), ("sk_test_bob", {"wallet": "bob", "amount": 10}),
      201, None),
@@ -100,7 +107,7 @@ def test_every_status_of_the_contract(fresh, case, earlier, request_, status, er
     api_key, body = request_
     answer = post(nb, headers(nb, key, api_key), body)
     assert answer.status_code == status, answer.text
-    assert answer.headers["content-type"] == "application/json"
+    assert answer.headers["content-type"] == ("application/json" if error is None else "application/problem+json")
     if error is not None:
         assert answer.json()["error"] == error and answer.json()["detail"]
     replayed = answer.headers.get("idempotent-replayed")
@@ -118,21 +125,22 @@ def test_every_status_of_the_contract(fresh, case, earlier, request_, status, er
         assert (debits(nb), nb["provider"].charges) == (1, 1)               # the first payment, once
     else:
         assert (debits(nb), nb["provider"].charges) == (0, 0)
-        assert record(nb, "acct_alice", key) is None                        # a 404 releases its claim
+        assert record(nb, "acct_alice", key) is None                        # a 404 is refused before any claim
 
 
 def test_a_key_still_in_progress_is_409_and_nothing_runs(fresh):
     nb, key = fresh, next(_keys)
-    assert nb["claim"](f"acct_alice#{key}", PAYMENT, "another-attempt") is None     # its lease is still running
+    assert nb["claim"](f"acct_alice#{key}", request_of(PAYMENT), "another-attempt") is None   # its lease runs
     answer = post(nb, headers(nb, key), PAYMENT)
     assert (answer.status_code, answer.json()["error"]) == (409, "request_in_progress")
+    assert answer.headers["retry-after"] == "1"
     assert (debits(nb), nb["provider"].charges) == (0, 0)
     assert record(nb, "acct_alice", key)["lease_token"] == "another-attempt"
 
 
 def test_an_expired_lease_is_taken_over_and_the_payment_made_once(fresh):
     nb, key = fresh, next(_keys)
-    nb["claim"](f"acct_alice#{key}", PAYMENT, "crashed-attempt")
+    nb["claim"](f"acct_alice#{key}", request_of(PAYMENT), "crashed-attempt")
     nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
     answer = post(nb, headers(nb, key), PAYMENT)
     assert answer.status_code == 201 and "idempotent-replayed" not in answer.headers
@@ -209,7 +217,7 @@ BAD = [
     ("over-long key", {"key": "k" * 256}, PAYMENT, 400, "idempotency_key_invalid", "256 characters"),
     ("non-ASCII key", {"key": "clé".encode().decode("latin-1")}, PAYMENT, 400, "idempotency_key_invalid",
      "printable ASCII"),
-    ("no API key", {"raw": {"Idempotency-Key": "k-1"}}, PAYMENT, 401, "unauthorized", "API key"),
+    ("no API key", {"raw": {"Idempotency-Key": '"k-1"'}}, PAYMENT, 401, "unauthorized", "API key"),
     ("unknown API key", {"api_key": "sk_test_mallory"}, PAYMENT, 401, "unauthorized", "API key"),
     ("malformed JSON", {}, b'{"wallet": "alice"', 400, "malformed_json", "not valid JSON"),
     ("not UTF-8", {}, b'{"wallet": "\xff", "amount": 10}', 400, "malformed_json", "not valid JSON"),
@@ -229,6 +237,16 @@ BAD = [
     ("wallet too long", {}, {"wallet": "w" * 65, "amount": 10}, 400, "invalid_payment", "65 characters"),
     ("an extra field", {}, {**PAYMENT, "currency": "eur"}, 400, "invalid_payment", "'currency'"),
     ("body over 1 KB", {}, {**PAYMENT, "note": "x" * 1100}, 413, "body_too_large", "bytes"),
+    ("a bare key (not a String)", {"raw": {"Authorization": "Bearer sk_test_alice", "Idempotency-Key": "k-bare"}},
+     PAYMENT, 400, "idempotency_key_invalid", 'Idempotency-Key: "<key>"'),
+    ("a key with a bad escape", {"raw": {"Authorization": "Bearer sk_test_alice", "Idempotency-Key": '"k\\x"'}},
+     PAYMENT, 400, "idempotency_key_invalid", "not a valid String"),
+    ("amount sent twice", {}, b'{"wallet": "alice", "amount": 1, "amount": 10}', 400, "invalid_payment",
+     "'amount' appears more than once"),
+    ("a lone surrogate in the wallet", {}, b'{"wallet": "\\ud800", "amount": 10}', 400, "invalid_payment",
+     "lone surrogate"),
+    ("Bob pays from Alice's wallet", {"api_key": "sk_test_bob"}, PAYMENT, 404, "wallet_not_found", "'alice'"),
+    ("a wallet nobody has", {}, {"wallet": "nobody", "amount": 10}, 404, "wallet_not_found", "'nobody'"),
 ]
 
 
@@ -241,8 +259,9 @@ def test_bad_input_is_refused_naming_the_problem_and_writes_nothing(fresh, case,
         request_headers = headers(nb, how.get("key", next(_keys)), how.get("api_key", "sk_test_alice"))
     answer = post(nb, request_headers, body)
     assert answer.status_code == status, answer.text
-    assert answer.headers["content-type"] == "application/json"
-    assert set(answer.json()) == {"error", "detail"} and answer.json()["error"] == error
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert set(answer.json()) == {"type", "title", "status", "detail", "error"} and answer.json()["error"] == error
+    assert answer.json()["status"] == status and answer.json()["type"] == f"/problems/{error}"
     assert words in answer.json()["detail"], answer.json()["detail"]
     # read the tables back: no record, no debit marker, both wallets untouched; the provider never called
     assert tables(nb) == before
@@ -273,8 +292,12 @@ def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fr
         assert (debits(nb), nb["provider"].charges) == (1, 1)     # botocore's own resend got through, once
     else:
         assert (first.status_code, first.headers["retry-after"]) == (503, "1")
-        assert first.json() == {"error": "try_again", "detail": first.json()["detail"]}
-        assert record(nb, "acct_alice", key) is None              # the claim released: the resend starts over
+        if step == "claim":                                        # nothing written
+            assert first.json()["error"] == "try_again" and record(nb, "acct_alice", key) is None
+        else:                                                      # the key stays bound; our lease ended
+            assert first.json()["error"] == "payment_incomplete"
+            assert (record(nb, "acct_alice", key)["status"], record(nb, "acct_alice", key)["lease_expires_at"]) == (
+                "IN_PROGRESS", 0)
     again = post(nb, headers(nb, key), PAYMENT)
     assert again.status_code == 201
     assert (debits(nb), nb["provider"].charges) == (1, 1)
@@ -291,9 +314,9 @@ def test_a_conflict_on_the_debit_is_a_503_with_nothing_debited(fresh):
         first = post(nb, headers(nb, key), PAYMENT)
     finally:
         errors.uninstall()
-    assert first.status_code == 503 and first.json()["detail"] == "TransactionCanceledException"
+    assert first.status_code == 503 and first.json()["detail"].startswith("TransactionCanceledException: resend")
     assert (debits(nb), nb["provider"].charges, debit_markers(nb)) == (0, 0, markers)
-    assert record(nb, "acct_alice", key) is None
+    assert record(nb, "acct_alice", key)["lease_expires_at"] == 0          # kept, bound to this payment
 
 
 # --- the clients: what their retries do -------------------------------------------------------------------------
@@ -364,7 +387,7 @@ def test_the_checker_fails_a_client_that_gives_up_on_a_503(fresh):
         for _ in range(6):
             try:
                 response = requests.post(url + "/payments", json=payment, timeout=nb["TIMEOUT"],
-                                         headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": key})
+                                         headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": f'"{key}"'})
             except requests.RequestException:
                 continue
             response.raise_for_status()
@@ -383,7 +406,7 @@ def test_the_checker_fails_a_client_that_resends_a_400(fresh):
         for _ in range(3):
             try:
                 response = requests.post(url + "/payments", json=payment, timeout=nb["TIMEOUT"],
-                                         headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": key})
+                                         headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": f'"{key}"'})
             except requests.RequestException:
                 continue
             if response.status_code == 201:
@@ -406,7 +429,7 @@ def test_the_checker_reports_a_client_that_raises(fresh):
 
 def test_handle_called_directly_answers_what_the_wire_carries(fresh):
     nb, key = fresh, next(_keys)
-    direct = nb["handle"]({"authorization": "Bearer sk_test_alice", "idempotency-key": key},
+    direct = nb["handle"](Headers({"authorization": "Bearer sk_test_alice", "idempotency-key": f'"{key}"'}),
                           json.dumps(PAYMENT).encode())
     wire = post(nb, headers(nb, key), PAYMENT)
     assert direct.status_code == wire.status_code == 201
@@ -456,3 +479,95 @@ def test_every_client_does_the_same_whether_the_answer_is_held_or_the_connection
         assert nb["lost"].slowest_seconds < HELD_READ_TIMEOUT, "an answer that was not lost came too late"
     nb["lost"].reset()
     assert outcomes["hold"] == outcomes["close"], outcomes
+
+
+# --- the key stays bound to its payload after a failure (issue "One specification, one checker") ------------
+
+def test_a_key_reused_with_another_payload_after_the_provider_failed_is_refused(fresh):
+    """The debit landed, the provider was down: the key is not given back; amount 99 under it is a 422."""
+    nb, key = fresh, next(_keys)
+    nb["provider"].fail_next(1)
+    first = post(nb, headers(nb, key), PAYMENT)
+    assert (debits(nb), nb["provider"].charges) == (1, 0)                   # half done: debited, not charged
+    other = post(nb, headers(nb, key), {"wallet": "alice", "amount": 99})
+    assert (debits(nb), nb["provider"].charges) == (1, 0)                   # nothing charged for 99
+    assert other.status_code == 422 and other.json()["error"] == "idempotency_key_reused", other.text
+    again = post(nb, headers(nb, key), PAYMENT)                              # the same request: finished forward
+    assert again.status_code == 201 and again.json()["amount"] == 10
+    assert [c.amount for c in nb["provider"].made] == [10] and debits(nb) == 1
+    # the first answer: a defined JSON problem that tells the client what to do next
+    assert first.status_code == 503 and first.headers["content-type"] == "application/problem+json", first.text
+    assert (first.json()["error"], first.headers["retry-after"]) == ("payment_incomplete", "1")
+    assert "resend this request with the same key" in first.json()["detail"]
+
+
+def test_a_saved_response_lost_to_throttling_is_finished_forward_not_replaced(fresh):
+    """The completion is throttled past botocore's retries after the charge: no other body may use the key."""
+    nb, key = fresh, next(_keys)
+    errors = DynamoDBErrors(at={2: THROTTLED, 3: THROTTLED, 4: THROTTLED}).install(nb["records"])
+    errors.install(nb["wallets"])
+    try:
+        first = post(nb, headers(nb, key), PAYMENT)
+    finally:
+        errors.uninstall()
+    assert first.status_code == 503 and (debits(nb), nb["provider"].charges) == (1, 1)   # done, not saved
+    other = post(nb, headers(nb, key), {"wallet": "alice", "amount": 99})
+    assert (other.status_code, other.headers["content-type"]) == (422, "application/problem+json"), other.text
+    assert first.json()["error"] == "payment_incomplete"                    # not "nothing was written"
+    assert record(nb, "acct_alice", key)["payload_fingerprint"] == nb["fingerprint"](request_of(PAYMENT))
+    again = post(nb, headers(nb, key), PAYMENT)                              # the original client resends
+    assert again.status_code == 201 and again.json()["id"] == nb["provider"].made[0].charge_id
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+    assert post(nb, headers(nb, key), PAYMENT).headers["idempotent-replayed"] == "true"
+
+
+def test_the_debit_marker_refuses_another_payload_under_its_key(fresh):
+    """The marker remembers what it debited: another wallet or amount under it is an error, not 'debited'."""
+    nb, key = fresh, f"acct_alice#{next(_keys)}"
+    assert nb["debit_once"]("alice", 10, key, "acct_alice") is True
+    assert nb["debit_once"]("alice", 10, key, "acct_alice") is False         # this very debit, before
+    with pytest.raises(nb["DebitKeyReused"], match="debited 10 from 'alice'"):
+        nb["debit_once"]("alice", 99, key, "acct_alice")
+    assert debits(nb) == 1
+
+
+def test_a_payment_from_someone_elses_wallet_is_refused_before_anything_is_written(fresh):
+    """Authorization before idempotency: Bob, authenticated, names Alice's wallet; a 404, nothing written."""
+    nb, before = fresh, tables(fresh)
+    answer = post(nb, headers(nb, next(_keys), "sk_test_bob"), PAYMENT)
+    assert (answer.status_code, answer.json()["error"]) == (404, "wallet_not_found")
+    assert answer.json() == post(nb, headers(nb, next(_keys)), {"wallet": "nobody", "amount": 10}).json() | {
+        "detail": "you have no wallet 'alice'"}                                # the same answer as no wallet at all
+    assert tables(nb) == before and nb["provider"].calls == 0
+
+
+def test_lease_tokens_differ_per_attempt(fresh):
+    nb, key = fresh, next(_keys)
+    nb["provider"].fail_next(1)
+    post(nb, headers(nb, key), PAYMENT)
+    first_token = record(nb, "acct_alice", key)["lease_token"]
+    nb["provider"].fail_next(1)
+    post(nb, headers(nb, key), PAYMENT)
+    assert record(nb, "acct_alice", key)["lease_token"] != first_token
+
+
+def test_a_crash_after_the_debit_leaves_a_lease_that_runs_out_then_the_same_request_finishes(fresh):
+    """A crash ends nothing: 409 (Retry-After) while the dead attempt's lease runs, then one debit, one charge."""
+    nb, key = fresh, next(_keys)
+    work, end_lease = nb["work"], nb["end_lease"]
+
+    def crash_after_the_debit(record_key, payment, account):
+        nb["debit_once"](payment["wallet"], payment["amount"], record_key, account)
+        raise RuntimeError("the process died here")
+
+    nb["work"], nb["end_lease"] = crash_after_the_debit, lambda record_key, lease: None   # a crash ends no lease
+    try:
+        first = post(nb, headers(nb, key), PAYMENT)
+    finally:
+        nb["work"], nb["end_lease"] = work, end_lease
+    assert first.status_code == 500 and (debits(nb), nb["provider"].charges) == (1, 0)
+    during = post(nb, headers(nb, key), PAYMENT)
+    assert (during.status_code, during.headers["retry-after"]) == (409, "1")
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+    after = post(nb, headers(nb, key), PAYMENT)
+    assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1)

@@ -42,6 +42,7 @@ def child(reps: int) -> dict[str, dict[str, float]]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
     import requests
+    from starlette.datastructures import Headers
 
     import helpers
     from helpers.services.payment_provider import PaymentProvider
@@ -58,11 +59,11 @@ def child(reps: int) -> dict[str, dict[str, float]]:
         def empty() -> None:
             for table in (nb["wallets"], nb["records"]):
                 helpers.empty_table(table, ["pk"])
-            helpers.open_wallet(nb["wallets"], "bench", 10**15)
+            nb["open_account_wallet"](nb["wallets"], "bench", 10**15, owner="acct_alice")
 
-        def headers(key: str) -> dict[str, str]:
-            return {"authorization": "Bearer sk_test_alice", "idempotency-key": key,
-                    "content-type": "application/json"}
+        def headers(key: str) -> Headers:      # the key as a Structured Field String, as 09 requires
+            return Headers({"authorization": "Bearer sk_test_alice", "idempotency-key": f'"{key}"',
+                            "content-type": "application/json"})
 
         payment = json.dumps({"wallet": "bench", "amount": 1}).encode()
         replayed_key = "bench-replayed"

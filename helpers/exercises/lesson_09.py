@@ -1,7 +1,8 @@
 """Notebook 09's exercise: an HTTP client that pays once, however its responses are lost.
 
 The reader writes `pay(url, payment, api_key)` for notebook 09's endpoint: it POSTs
-`payment` to ``url + "/payments"`` with an `Idempotency-Key`, resends after a timeout,
+`payment` to ``url + "/payments"`` with an `Idempotency-Key` (a quoted String:
+``Idempotency-Key: "<key>"``), resends after a timeout,
 a 409 or a 503, raises on any other 4xx, and returns the 201's JSON body. The checker
 runs it against the notebook's own server (its `LostHttpResponses` schedule, its wallets
 table and its payment provider):
@@ -21,13 +22,18 @@ from typing import Any
 
 from ..dynamodb_errors import CONFLICT, DynamoDBErrors
 from ..http_faults import LostHttpResponses
-from ..tables import open_wallet, read_balance
+from ..tables import read_balance
 from .display import shown
 from .verdict import Counterexample, Verdict, answer, verdict
 
 Pay = Callable[[str, dict, str], Any]
 
-WALLET, AMOUNT, OPENED_WITH, API_KEY = "exercise-09", 10, 1000, "sk_test_alice"
+WALLET, AMOUNT, OPENED_WITH, API_KEY, OWNER = "exercise-09", 10, 1000, "sk_test_alice", "acct_alice"
+
+
+def open_wallet(wallets: Any, wallet_id: str, balance: int) -> None:
+    """The exercise's wallet, owned by the account behind API_KEY (09 refuses a wallet that is not the caller's)."""
+    wallets.put_item(Item={"pk": wallet_id, "balance": balance, "owner": OWNER})
 
 
 @shown
