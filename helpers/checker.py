@@ -190,6 +190,59 @@ class DebitSubject(Subject):
         return self.answer(result, payload)
 
 
+class OutboxSubject(Subject):
+    """Notebook 10's handler on Postgres, `pay(user_id, key, payload, invocation, hook)`, and its outbox worker.
+
+    The handler debits and enqueues the charge in one transaction and answers 202; the worker charges later.
+    So *once* is judged after the worker has drained the outbox (`drain`), and the provider's failures fall on
+    the worker's calls: a provider that is down for n calls stays down until the worker has met them.
+    """
+
+    faults = ("provider down",)
+    interleaves = False        # a duplicate at a hook would wait on the attempt's own row lock, in its own thread
+
+    def __init__(self, namespace: dict[str, Any], name: str = "10 pay") -> None:
+        self.ns, self.g, self.handler, self.name = namespace, namespace, namespace["pay"], name
+        self.clock = namespace["db"].clock
+        self.lease, self.retention = float(namespace["LEASE_SECONDS"]), 24 * 3600.0
+        self.run, self.provider = 0, None
+        self.lost = self.errors = self.in_progress = None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Subject]:
+        kept = self.ns.get("provider")
+        self.ns["create_tables"]()                    # the lesson's schema, from nothing
+        try:
+            yield self
+        finally:
+            self.ns["provider"] = kept
+
+    def begin(self) -> None:
+        self.run += 1
+        self.provider = self.ns["provider"] = PaymentProvider(self.clock)
+        (first, balance), *others = WALLETS.items()
+        self.ns["open_account"](first, balance)                       # empties the tables: a fresh start
+        with self.ns["pg"].admin() as conn:
+            for wallet, balance in others:
+                conn.execute("INSERT INTO wallets (wallet_id, balance) VALUES (%s, %s)", (wallet, balance))
+
+    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
+             caller: str) -> Any:
+        return self.handler(caller, key, payload, invocation, hook)
+
+    def balances(self) -> dict[str, int]:
+        return {wallet: int(self.ns["balance"](wallet)) for wallet in WALLETS}
+
+    def drain(self) -> None:
+        for _ in range(self.ns["MAX_ATTEMPTS"] + 1):     # each failed row is due again after its back-off
+            self.ns["deliver_all"]()
+            self.clock.advance(self.ns["BACKOFF_SECONDS"] * 2 ** self.ns["MAX_ATTEMPTS"])
+
+    def arm(self, fault: tuple | None) -> None:
+        if fault is not None and fault[0] == "provider down":
+            self.provider.fail_next(fault[1])
+
+
 def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
     return {"status": 201, "body": json.dumps({"debited": payload["amount"], "from": payload["wallet"]})}
 

@@ -161,3 +161,36 @@ def _with_globals(function, namespace):
     import types
     return types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
                               function.__closure__)
+
+
+# --- the debit functions of 03, 05 and 08 (DebitSubject), and 10's handler on Postgres (OutboxSubject) --------
+
+DEBITS = [  # (notebook, function, keys_reused, what the design gives up: None if it must hold every property)
+    ("03_request_id_increments.ipynb", "debit_naive", False, ONCE),
+    ("03_request_id_increments.ipynb", "debit_idempotent", True, BOUND),      # a request ID alone, no payload
+    ("03_request_id_increments.ipynb", "debit_idempotent", False, ONCE),      # last_request_id under ABA
+    ("05_remembering_every_request.ipynb", "debit_ledger", False, None),
+    ("08_when_dynamodb_says_no.ipynb", "debit_ledger", False, None),
+]
+
+
+@pytest.mark.parametrize("notebook, function, keys_reused, gives_up", DEBITS,
+                         ids=[f"{n[:2]}-{f}-{'keys-reused' if r else 'one-payload-per-key'}" for n, f, r, _ in DEBITS])
+def test_the_debits_hold_what_they_claim_and_give_up_what_they_name(notebook, function, keys_reused, gives_up):
+    from helpers.checker import DebitSubject
+
+    nb = lesson(notebook)
+    histories = (150 if BACKEND == "moto" else 50) if gives_up is None else 300
+    verdict = check_handler(DebitSubject(nb[function], name=f"{notebook[:2]} {function}"), histories=histories,
+                            keys_reused=keys_reused, shrink=False)
+    report(verdict)
+    assert verdict.broken == gives_up, str(verdict)
+
+
+def test_10_pay_and_its_outbox_worker_hold_every_property():
+    from helpers.checker import OutboxSubject
+
+    nb = lesson("10_postgres_shaped.ipynb")
+    verdict = check_handler(OutboxSubject(nb), histories=100 if BACKEND == "moto" else 30)
+    report(verdict)
+    assert verdict.broken is None, str(verdict)
