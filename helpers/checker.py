@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,10 +66,16 @@ class Verdict:
         return [p for p in PROPERTIES if p != self.broken] if self.broken is None else []
 
     def __str__(self) -> str:
+        """The verdict in plain lines of at most 100 characters (GitHub's width for a notebook's output)."""
         if self.broken is None:
             return f"{self.handler} holds {', '.join(PROPERTIES)} over {self.histories} histories"
-        lines = [f"{self.handler} breaks {self.broken}: {self.sentence}", "shortest history found:"]
-        lines += [f"  {n}. {step['said']}" for n, step in enumerate(self.history, 1)]
+        lines = textwrap.wrap(f"{self.handler} breaks {self.broken}: {self.sentence}", 100,
+                              subsequent_indent="    ")
+        lines.append("the shortest history found:")
+        for n, step in enumerate(self.history, 1):
+            lines += textwrap.wrap(f"{n}. {step['said']}", 100, initial_indent="  ", subsequent_indent="       ")
+            if step.get("when"):
+                lines.append(f"       ({step['when']})")
         return "\n".join(lines)
 
 
@@ -318,10 +325,10 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
             except Violation as violation:
                 self.fail(violation)
 
-        def note(self, request: tuple, answer: Any, what: str = "") -> None:
+        def note(self, request: tuple, answer: Any, what: str = "", when: str = "") -> None:
             caller, key, (wallet, amount), invocation = request
             self.said.append({"caller": caller, "key": key, "wallet": wallet, "amount": amount,
-                              "invocation": invocation, "what": what, "answer": in_words(answer),
+                              "invocation": invocation, "what": what, "when": when, "answer": in_words(answer),
                               "said": f"{caller} sends {key} ({amount} from {wallet}) as {invocation}{what}"
                                       f" -> {in_words(answer)}"})
 
@@ -340,8 +347,8 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
                     before = self.money()
                     answer = self.call(during[1], lambda step: None)
                     nested_moved.update({k: v - before[k] for k, v in self.money().items()})
-                    self.note(during[1], answer, f"  (while the one below is at {step!r}"
-                                                 f"{', stalled past its lease' if during[2] else ''})")
+                    self.note(during[1], answer, when=f"while the next one is at {step!r}"
+                                                      f"{', stalled past its lease' if during[2] else ''}")
                     self.judge(during[1], answer, nested_moved)
                 if crash_at is not None and n == crash_at:
                     raise Crash(step)

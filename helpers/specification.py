@@ -76,8 +76,15 @@ def classify(answer: Any) -> str:
 def in_words(answer: Any) -> str:
     """An answer in a few words, for a history: `201 {"charge": ...}`, `422`, `ProviderUnavailable`."""
     if isinstance(answer, Mapping) and "status" in answer:
+        if not 200 <= answer["status"] < 300:
+            return str(answer["status"])
         body = answer.get("body", "")
-        return f'{answer["status"]} {body}' if 200 <= answer["status"] < 300 else str(answer["status"])
+        try:
+            values = json.loads(body)
+        except (TypeError, ValueError):
+            return f'{answer["status"]} {body!r:.40}'
+        shown = " ".join(map(str, values.values())) if isinstance(values, dict) else str(values)
+        return f'{answer["status"]} {shown}'[:60]
     return "crashed" if type(answer).__name__ == "Crash" else type(answer).__name__
 
 
