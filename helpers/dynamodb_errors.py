@@ -111,7 +111,9 @@ class DynamoDBErrors(Schedule):
     to a kind; with `p` > 0 the other requests get a kind drawn from `kinds` with
     probability `p`, from a seeded generator (among the kinds the request's operation can get:
     `kinds_for`). A TransactionInProgress kind named by `at` for a request that is not a
-    TransactWriteItems raises ValueError when that request is sent: DynamoDB never answers it so.
+    TransactWriteItems raises ValueError when that request is sent: DynamoDB never answers it so --
+    or, with `impossible="skip"` (for schedules generated without knowing each write's operation),
+    that request gets DynamoDB's own answer.
 
     >>> DynamoDBErrors(at={1: CONFLICT}).decide_many(3)
     [None, 'TransactionConflict', None]
@@ -131,8 +133,12 @@ class DynamoDBErrors(Schedule):
         kinds: Iterable[str] = KINDS,
         operations: Iterable[str] = WRITES,
         conflict_item: int = -1,
+        impossible: str = "raise",
     ) -> None:
         at = dict(at or {})
+        if impossible not in ("raise", "skip"):
+            raise ValueError(f"impossible is 'raise' or 'skip', got {impossible!r}")
+        self.impossible = impossible
         self.kinds = tuple(kinds)
         for kind in list(at.values()) + list(self.kinds):
             if kind not in ALL_KINDS:
@@ -170,6 +176,8 @@ class DynamoDBErrors(Schedule):
             self.picked.append(n)
             kind = self._kind(n, operation)
         if kind in TRANSACTION_ONLY and operation not in (None, "TransactWriteItems"):
+            if self.impossible == "skip":
+                return self.no_fault          # a generated schedule: this write gets DynamoDB's own answer
             raise ValueError(f"write request {n} is a {operation}: DynamoDB answers TransactionInProgressException "
                              "only to TransactWriteItems (a ClientRequestToken still in progress)")
         return kind

@@ -208,3 +208,15 @@ def test_botocore_resends_in_progress_with_its_own_token_so_the_original_applies
     errors = DynamoDBErrors(at={0: IN_PROGRESS_APPLIED}).install(table)
     naive_transaction(table)
     assert errors.sent == 2 and helpers.read_balance(table, "w") == 90
+
+
+def test_a_generated_schedule_can_skip_an_answer_the_operation_can_never_get(table):
+    """impossible="skip": a TransactionInProgress kind named for an UpdateItem leaves it DynamoDB's own answer."""
+    helpers.open_wallet(table, "w", 100)
+    errors = DynamoDBErrors(at={0: IN_PROGRESS, 1: THROTTLING}, impossible="skip").install(table)
+    naive_debit(table)                                    # request 0: DynamoDB's own answer, applied
+    with pytest.raises(ClientError):
+        naive_debit(table)                                # request 1: throttled
+    assert [kind for _, _, kind in errors.answered] == [THROTTLING] and helpers.read_balance(table, "w") == 90
+    with pytest.raises(ValueError, match="impossible"):
+        DynamoDBErrors(impossible="maybe")
