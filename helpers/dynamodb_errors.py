@@ -20,12 +20,27 @@ cancelled transaction). Nothing here depends on the backend.
 |                         | (400) for a single-item write                |           |
 | `THROTTLED`             | ProvisionedThroughputExceededException (400) | no        |
 | `THROTTLING`            | ThrottlingException (400)                    | no        |
-| `IN_PROGRESS`           | TransactionInProgressException (400)         | no        |
+| `IN_PROGRESS`           | TransactionInProgressException (400), only   | no        |
+|                         | to TransactWriteItems                        |           |
+| `IN_PROGRESS_APPLIED`   | TransactionInProgressException (400), only   | yes       |
+|                         | to TransactWriteItems, after the table       |           |
+|                         | applied it                                   |           |
 | `ERROR_500_NOT_APPLIED` | InternalServerError (500)                    | no        |
 | `ERROR_500_APPLIED`     | InternalServerError (500), after the table   | yes       |
 |                         | applied the write                            |           |
 
-The caller of a 500 cannot tell the last two apart: that is the point.
+The caller of a 500 cannot tell the two 500s apart, nor the caller of a
+TransactionInProgressException the two `IN_PROGRESS` kinds: that is the point.
+
+`TransactionInProgressException` says that another request with the same
+`ClientRequestToken` is still in progress -- a request that may yet commit. So
+it is an answer to `TransactWriteItems` alone (the only write with a token):
+a schedule that puts it on another operation is refused with a ValueError
+(`kinds_for(operation)` lists the kinds an operation can get, and a seeded
+draw only picks among those). `IN_PROGRESS_APPLIED` is that in-flight original
+committing: the table applies the transaction (with its token, so a resend
+with the same token is answered success without a second effect), and the
+caller is told TransactionInProgressException.
 
 Sources for the shapes:
 - TransactWriteItems errors and CancellationReasons:
@@ -34,6 +49,9 @@ Sources for the shapes:
   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html
 - Transaction conflict handling:
   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html
+- TransactionInProgressException ("The transaction with the given request token is already in
+  progress"; retries should reach at least 5 s after the first attempt):
+  https://docs.aws.amazon.com/botocore/latest/reference/services/dynamodb/client/exceptions/TransactionInProgressException.html
 - The exceptions as botocore models them (TransactionCanceledException's causes, TransactionConflictException):
   https://docs.aws.amazon.com/botocore/latest/reference/services/dynamodb/client/exceptions/TransactionCanceledException.html
 """
@@ -51,9 +69,24 @@ CONFLICT = "TransactionConflict"
 THROTTLED = "ProvisionedThroughputExceeded"
 THROTTLING = "Throttling"
 IN_PROGRESS = "TransactionInProgress"
+IN_PROGRESS_APPLIED = "TransactionInProgress (the original commits)"
 ERROR_500_NOT_APPLIED = "InternalServerError (not applied)"
 ERROR_500_APPLIED = "InternalServerError (applied)"
 KINDS = (CONFLICT, THROTTLED, THROTTLING, IN_PROGRESS, ERROR_500_NOT_APPLIED, ERROR_500_APPLIED)
+ALL_KINDS = KINDS + (IN_PROGRESS_APPLIED,)  # KINDS keeps its six for the tests that draw from it
+APPLIED = frozenset({ERROR_500_APPLIED, IN_PROGRESS_APPLIED})  # the table applied the write first
+TRANSACTION_ONLY = frozenset({IN_PROGRESS, IN_PROGRESS_APPLIED})  # answers only TransactWriteItems gets
+
+
+def kinds_for(operation: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, ...]:
+    """The kinds of `kinds` that DynamoDB can answer `operation` with.
+
+    >>> kinds_for("UpdateItem") == tuple(k for k in ALL_KINDS if k not in TRANSACTION_ONLY)
+    True
+    >>> IN_PROGRESS_APPLIED in kinds_for("TransactWriteItems")
+    True
+    """
+    return tuple(k for k in kinds if operation == "TransactWriteItems" or k not in TRANSACTION_ONLY)
 
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words them
@@ -63,6 +96,8 @@ _SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words the
     THROTTLING: (400, "ThrottlingException", "Rate of requests exceeds the allowed throughput."),
     IN_PROGRESS: (400, "TransactionInProgressException",
                   "The transaction with the given request token is already in progress."),
+    IN_PROGRESS_APPLIED: (400, "TransactionInProgressException",
+                          "The transaction with the given request token is already in progress."),
     ERROR_500_NOT_APPLIED: (500, "InternalServerError",
                            "Internal server error"),
     ERROR_500_APPLIED: (500, "InternalServerError", "Internal server error"),
@@ -74,7 +109,11 @@ class DynamoDBErrors(Schedule):
 
     `at` maps the n-th write request (0, 1, 2, ... in order of sending, retries included)
     to a kind; with `p` > 0 the other requests get a kind drawn from `kinds` with
-    probability `p`, from a seeded generator.
+    probability `p`, from a seeded generator (among the kinds the request's operation can get:
+    `kinds_for`). A TransactionInProgress kind named by `at` for a request that is not a
+    TransactWriteItems raises ValueError when that request is sent: DynamoDB never answers it so --
+    or, with `impossible="skip"` (for schedules generated without knowing each write's operation),
+    that request gets DynamoDB's own answer.
 
     >>> DynamoDBErrors(at={1: CONFLICT}).decide_many(3)
     [None, 'TransactionConflict', None]
@@ -94,25 +133,54 @@ class DynamoDBErrors(Schedule):
         kinds: Iterable[str] = KINDS,
         operations: Iterable[str] = WRITES,
         conflict_item: int = -1,
+        impossible: str = "raise",
     ) -> None:
         at = dict(at or {})
+        if impossible not in ("raise", "skip"):
+            raise ValueError(f"impossible is 'raise' or 'skip', got {impossible!r}")
+        self.impossible = impossible
         self.kinds = tuple(kinds)
         for kind in list(at.values()) + list(self.kinds):
-            if kind not in KINDS:
-                raise ValueError(f"unknown answer {kind!r}: use one of {', '.join(KINDS)}")
+            if kind not in ALL_KINDS:
+                raise ValueError(f"unknown answer {kind!r}: use one of {', '.join(ALL_KINDS)}")
+        if "TransactWriteItems" not in set(operations) and TRANSACTION_ONLY & (set(at.values()) | set(self.kinds)):
+            raise ValueError("TransactionInProgressException answers only TransactWriteItems (a ClientRequestToken "
+                             "still in progress), and these operations leave it out")
         super().__init__(p=p, seed=seed, at=at)   # `sent`: write requests seen so far
         self.operations = frozenset(operations)
         self.conflict_item = conflict_item
         self._installed: list[tuple[Any, Any]] = []
         self.answered: list[tuple[int, str, str]] = []  # (n, operation, kind)
 
-    def fault(self, n: int) -> str:
+    def fault(self, n: int) -> str | None:
         """The kind for picked request `n`: the one `at` names, or one drawn from `kinds`."""
-        return self.at[n] if n in self.at else self._rng.choice(self.kinds)
+        return self._kind(n, None)
 
-    def decide(self) -> str | None:
-        """The kind for the next write request, or None for DynamoDB's own answer."""
-        return super().decide()
+    def _kind(self, n: int, operation: str | None) -> str | None:
+        if n in self.at:
+            return self.at[n]
+        kinds = kinds_for(operation, self.kinds) if operation else self.kinds
+        return self._rng.choice(kinds) if kinds else None
+
+    def decide(self, operation: str | None = None) -> str | None:
+        """The kind for the next write request (of `operation`, if given), or None for DynamoDB's own answer.
+
+        A seeded draw picks among the kinds `operation` can get. Raises ValueError if `at` names a
+        TransactionInProgress kind for an operation other than TransactWriteItems.
+        """
+        with self._lock:
+            n = self.sent
+            self.sent += 1
+            if n not in self.at and not (self.p > 0 and self._rng.random() < self.p):
+                return self.no_fault
+            self.picked.append(n)
+            kind = self._kind(n, operation)
+        if kind in TRANSACTION_ONLY and operation not in (None, "TransactWriteItems"):
+            if self.impossible == "skip":
+                return self.no_fault          # a generated schedule: this write gets DynamoDB's own answer
+            raise ValueError(f"write request {n} is a {operation}: DynamoDB answers TransactionInProgressException "
+                             "only to TransactWriteItems (a ClientRequestToken still in progress)")
+        return kind
 
     def install(self, target: Any) -> DynamoDBErrors:
         """Answer `target`'s writes (a boto3 client, resource or Table) by this schedule; returns self."""
@@ -124,10 +192,10 @@ class DynamoDBErrors(Schedule):
         def do_get_response(request: Any, operation_model: Any, context: Any) -> Any:
             if operation_model.name not in self.operations:
                 return original(request, operation_model, context)
-            kind = self.decide()
+            kind = self.decide(operation_model.name)
             if kind is None:
                 return original(request, operation_model, context)
-            if kind == ERROR_500_APPLIED:
+            if kind in APPLIED:
                 result = original(request, operation_model, context)
                 if result[1] is not None or result[0][0].status_code >= 300:
                     return result  # DynamoDB refused it anyway: that answer stands

@@ -83,9 +83,19 @@ def _check(frame: Any, lanes: Sequence[str]) -> None:
         raise BadInput("every event needs a finite time t >= 0")
 
 
-def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: str = "virtual time (s)") -> None:
-    """Draw `frame` (columns t, lane, event, to) as one lane per party, top to bottom in `lanes` order."""
+def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: str = "virtual time (s)",
+              zoom: tuple[float, float] | None = None) -> None:
+    """Draw `frame` (columns t, lane, event, to) as one lane per party, top to bottom in `lanes` order.
+
+    Arrows sent at the same instant between the same two lanes (a request answered at once) are drawn side by
+    side, a few pixels apart, so each one shows. `zoom=(start, end)` adds an inset that magnifies that stretch
+    of the time axis (say, a 25 ms backoff on a 2 s chart) in the middle of the chart, with the same dots and
+    arrows, unlabelled.
+    """
     _check(frame, lanes)
+    if zoom is not None and not (len(zoom) == 2 and all(isinstance(z, (int, float)) and math.isfinite(z)
+                                                        for z in zoom) and 0 <= zoom[0] < zoom[1]):
+        raise BadInput(f"zoom must be (start, end) with 0 <= start < end, got {zoom!r}")
     row = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}   # the first lane on top
     span = max(float(frame["t"].max()), 1.0)
     fig, ax = plt.subplots(figsize=(10.0, 1.1 * len(lanes) + 1.2))
@@ -93,14 +103,11 @@ def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: 
         ax.axhline(y, color="0.85", linewidth=1, zorder=0)
     width_px = fig.get_figwidth() * fig.dpi * 0.8             # roughly the axes' width in pixels
     per_px = span * 1.28 / width_px                              # data units per pixel along x
+    _marks(ax, frame, row, per_px)
     levels = [(6, "bottom"), (18, "bottom"), (-8, "top"), (-20, "top")]   # label offsets in points
     busy: dict[tuple[str, int], float] = {}                      # (lane, level) -> x where its last label ends
     for _, event in frame.iterrows():
         t, y = float(event["t"]), row[event["lane"]]
-        if event["to"]:
-            ax.annotate("", xy=(t, row[event["to"]]), xytext=(t, y),
-                        arrowprops={"arrowstyle": "->", "color": "tab:blue", "alpha": 0.6})
-        ax.plot([t], [y], "o", color="tab:red" if _looks_bad(event["event"]) else "black", markersize=5, zorder=3)
         free = [i for i in range(len(levels)) if busy.get((event["lane"], i), -math.inf) < t]
         level = free[0] if free else min(range(len(levels)), key=lambda i: busy[(event["lane"], i)])
         busy[(event["lane"], level)] = t + (len(event["event"]) * 5.6 + 20) * per_px
@@ -109,11 +116,43 @@ def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: 
     ax.set_yticks(list(row.values()), list(row.keys()))
     ax.set_ylim(-0.7, len(lanes) - 0.2)
     ax.set_xlim(-span * 0.03, span * 1.25)
+    if zoom is not None:
+        _zoom(ax, frame, row, zoom, len(lanes))
     ax.grid(False)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("who")
     plt.show()
+
+
+def _marks(ax: Any, frame: pd.DataFrame, row: dict[str, int], per_px: float) -> None:
+    """The dots, and an arrow per event sent to another lane; arrows at one instant between one pair of lanes
+    are spread 5 pixels apart."""
+    drawn: dict[tuple[float, frozenset[str]], int] = {}
+    for _, event in frame.iterrows():
+        t, y = float(event["t"]), row[event["lane"]]
+        if event["to"]:
+            key = (t, frozenset((event["lane"], event["to"])))
+            shift = drawn.get(key, 0) * 5 * per_px
+            drawn[key] = drawn.get(key, 0) + 1
+            ax.annotate("", xy=(t + shift, row[event["to"]]), xytext=(t + shift, y),
+                        arrowprops={"arrowstyle": "->", "color": "tab:blue", "alpha": 0.6})
+        ax.plot([t], [y], "o", color="tab:red" if _looks_bad(event["event"]) else "black", markersize=5, zorder=3)
+
+
+def _zoom(ax: Any, frame: pd.DataFrame, row: dict[str, int], zoom: tuple[float, float], lanes: int) -> None:
+    start, end = float(zoom[0]), float(zoom[1])
+    inset = ax.inset_axes([0.36, 0.08, 0.3, 0.84])           # mid-chart, where a timeout leaves room
+    inside = frame[(frame["t"] >= start) & (frame["t"] <= end)]
+    for y in row.values():
+        inset.axhline(y, color="0.85", linewidth=1, zorder=0)
+    _marks(inset, inside, row, (end - start) / 150)
+    inset.set_xlim(start, end)
+    inset.set_ylim(-0.7, lanes - 0.2)
+    inset.set_yticks([])
+    inset.tick_params(labelsize=7)
+    inset.set_title(f"{start:g} to {end:g}, magnified", fontsize=7)
+    ax.indicate_inset_zoom(inset, edgecolor="0.5")
 
 
 def _looks_bad(text: str) -> bool:

@@ -15,11 +15,15 @@ from helpers.dynamodb_errors import (
     ERROR_500_APPLIED,
     ERROR_500_NOT_APPLIED,
     IN_PROGRESS,
+    IN_PROGRESS_APPLIED,
     KINDS,
     THROTTLED,
     THROTTLING,
     DynamoDBErrors,
+    kinds_for,
 )
+
+ALL_KINDS = dynamodb_errors.ALL_KINDS
 
 # kind -> (error code, HTTP status, applied?, does botocore's standard mode resend it by itself?)
 EXPECTED = {
@@ -27,6 +31,7 @@ EXPECTED = {
     THROTTLED: ("ProvisionedThroughputExceededException", 400, False, True),
     THROTTLING: ("ThrottlingException", 400, False, True),
     IN_PROGRESS: ("TransactionInProgressException", 400, False, True),
+    IN_PROGRESS_APPLIED: ("TransactionInProgressException", 400, True, True),
     ERROR_500_NOT_APPLIED: ("InternalServerError", 500, False, True),
     ERROR_500_APPLIED: ("InternalServerError", 500, True, True),
 }
@@ -51,7 +56,7 @@ def test_the_doctests_hold():
     assert doctest.testmod(dynamodb_errors).failed == 0
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_each_answer_is_shaped_as_dynamodb_sends_it_and_applied_only_when_it_says(fresh, kind):
     table = fresh()
     helpers.open_wallet(table, "w", 100)
@@ -87,14 +92,17 @@ def test_a_single_item_write_in_conflict_gets_transaction_conflict_exception(tab
     assert helpers.read_balance(table, "w") == 100
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_botocore_retries_exactly_the_answers_it_retries_for_aws(fresh, kind):
     table = fresh(sdk_retries=True)
     helpers.open_wallet(table, "w", 100)
     code, _, _, retried = EXPECTED[kind]
     errors = DynamoDBErrors(at={0: kind}).install(table)
     try:
-        naive_debit(table)
+        if kind in dynamodb_errors.TRANSACTION_ONLY:
+            ledger_debit(table, "m1")     # only a transaction can be told TransactionInProgressException
+        else:
+            naive_debit(table)
         outcome = "succeeded on a resend"
     except ClientError as error:
         outcome = error.response["Error"]["Code"]
@@ -140,3 +148,75 @@ def test_a_seeded_schedule_is_the_same_every_run():
 def test_bad_schedules_are_refused_by_name(bad):
     with pytest.raises(ValueError):
         DynamoDBErrors(**bad)
+
+
+# --- TransactionInProgressException: only for a transaction, and its original may commit ---------------------
+
+def naive_transaction(table, **token):
+    """The wallet's debit alone in a transaction: not idempotent by itself, only by its ClientRequestToken."""
+    table.meta.client.transact_write_items(**token, TransactItems=[
+        {"Update": {"TableName": table.name, "Key": {"pk": "w"},
+                    "UpdateExpression": "SET balance = balance - :a", "ExpressionAttributeValues": {":a": 10}}}])
+
+
+@pytest.mark.parametrize("kind", [IN_PROGRESS, IN_PROGRESS_APPLIED])
+def test_in_progress_is_refused_on_a_write_that_is_not_a_transaction(table, kind):
+    """DynamoDB answers TransactionInProgressException only to a TransactWriteItems whose ClientRequestToken is in
+    progress: an UpdateItem never gets it. Before this, the injector answered it to an UpdateItem."""
+    helpers.open_wallet(table, "w", 100)
+    DynamoDBErrors(at={0: kind}).install(table)
+    with pytest.raises(ValueError, match="only to TransactWriteItems"):
+        naive_debit(table)
+    assert helpers.read_balance(table, "w") == 100
+    with pytest.raises(ValueError, match="only TransactWriteItems"):
+        DynamoDBErrors(at={0: kind}, operations=["UpdateItem"])
+
+
+def test_a_seeded_draw_never_gives_an_update_a_transaction_only_answer(table):
+    helpers.open_wallet(table, "w", 100)
+    errors = DynamoDBErrors(p=0.9, seed=2, kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED, THROTTLING)).install(table)
+    for _ in range(20):
+        try:
+            naive_debit(table)
+        except ClientError as error:
+            assert error.response["Error"]["Code"] == "ThrottlingException"
+    assert {kind for _, _, kind in errors.answered} == {THROTTLING}
+    assert kinds_for("UpdateItem", KINDS) == tuple(k for k in KINDS if k != IN_PROGRESS)
+
+
+def test_in_progress_means_the_original_may_commit_a_resend_is_safe_only_with_the_same_token(fresh):
+    """The same TransactionInProgressException, with the in-flight original committing: a resend with the same
+    ClientRequestToken is answered success and applies nothing more; a new call (a new token) debits again."""
+    table = fresh()
+    helpers.open_wallet(table, "w", 100)
+    errors = DynamoDBErrors(at={0: IN_PROGRESS_APPLIED, 2: IN_PROGRESS_APPLIED}).install(table)
+    balances = []
+    for token in ({"ClientRequestToken": "payment-1"}, {}):   # the same token on the resend; a new one per call
+        with pytest.raises(ClientError) as caught:
+            naive_transaction(table, **token)
+        assert caught.value.response["Error"]["Code"] == "TransactionInProgressException"
+        balances.append(helpers.read_balance(table, "w"))      # the original committed
+        naive_transaction(table, **token)                       # resent
+        balances.append(helpers.read_balance(table, "w"))
+    assert balances == [90, 90, 80, 70]
+    assert [kind for _, _, kind in errors.answered] == [IN_PROGRESS_APPLIED] * 2
+
+
+def test_botocore_resends_in_progress_with_its_own_token_so_the_original_applies_once(fresh):
+    table = fresh(sdk_retries=True)
+    helpers.open_wallet(table, "w", 100)
+    errors = DynamoDBErrors(at={0: IN_PROGRESS_APPLIED}).install(table)
+    naive_transaction(table)
+    assert errors.sent == 2 and helpers.read_balance(table, "w") == 90
+
+
+def test_a_generated_schedule_can_skip_an_answer_the_operation_can_never_get(table):
+    """impossible="skip": a TransactionInProgress kind named for an UpdateItem leaves it DynamoDB's own answer."""
+    helpers.open_wallet(table, "w", 100)
+    errors = DynamoDBErrors(at={0: IN_PROGRESS, 1: THROTTLING}, impossible="skip").install(table)
+    naive_debit(table)                                    # request 0: DynamoDB's own answer, applied
+    with pytest.raises(ClientError):
+        naive_debit(table)                                # request 1: throttled
+    assert [kind for _, _, kind in errors.answered] == [THROTTLING] and helpers.read_balance(table, "w") == 90
+    with pytest.raises(ValueError, match="impossible"):
+        DynamoDBErrors(impossible="maybe")

@@ -147,8 +147,21 @@ def test_the_guard_makes_the_failure_ambiguous_until_all_old(nb, db, name):
     assert (ambiguous(table, wallet_id, 10, "r1") == ambiguous(table, wallet_id, 50, "r2")
             == "ConditionalCheckFailedException")
     assert guarded(table, wallet_id, 10, "r1") == "already applied"
-    assert guarded(table, wallet_id, 50, "r2") == "insufficient funds"
+    assert guarded(table, wallet_id, 50, "r2") == nb["INSUFFICIENT"]
     assert nb["read_balance"](table, wallet_id) == 20
+
+
+def test_a_late_copy_after_another_debit_is_not_told_a_plain_insufficient_funds(nb, db, name):
+    """r1 is applied, then r2; a late copy of r1 finds too little money. Its money was taken, so a plain
+    "insufficient funds" would be false: the answer must say it is ambiguous (before this, it was the plain one)."""
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 40)
+    guarded = nb["debit_guarded"]
+    assert [guarded(table, wallet_id, 20, "r1"), guarded(table, wallet_id, 10, "r2")] == ["applied", "applied"]
+    late = guarded(table, wallet_id, 20, "r1")
+    assert late != "insufficient funds" and late == nb["INSUFFICIENT"]
+    assert "unless applied before another debit" in late
+    assert nb["read_balance"](table, wallet_id) == 10                     # r1's 20 was taken, once
 
 
 @SETTINGS
@@ -162,7 +175,7 @@ def test_property_the_guard_never_overdraws_and_names_the_reason(nb, db, name, d
         if request == last:
             expected = "already applied"
         elif amount > balance:
-            expected = "insufficient funds"
+            expected = nb["INSUFFICIENT"]
         else:
             expected, balance, last = "applied", balance - amount, request
         assert outcome == expected

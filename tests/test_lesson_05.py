@@ -160,6 +160,44 @@ def test_the_notebook_enables_ttl(nb, db):
     assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expires_at")
 
 
+class _EnablingClient:
+    """A client for a table whose TTL is ENABLING, as on AWS for up to an hour after UpdateTimeToLive: another
+    UpdateTimeToLive then is a ValidationException (API_UpdateTimeToLive). No local backend has this state."""
+
+    def __init__(self):
+        self.updates = 0
+
+    def describe_time_to_live(self, TableName):
+        return {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLING", "AttributeName": "expires_at"}}
+
+    def update_time_to_live(self, **_):
+        self.updates += 1
+        raise RuntimeError("ValidationException: TimeToLive is already being enabled")
+
+
+def test_the_ttl_cell_runs_again_while_ttl_is_enabling(nb, capsys):
+    """Re-running the TTL cell on AWS within the hour after enabling: before this, the cell only accepted ENABLED
+    and called UpdateTimeToLive again, which AWS refuses. Proved on a client in that state (no account here)."""
+    source = next(c for c in cells(NB, "lesson") if "update_time_to_live" in c)
+    fake = _EnablingClient()
+    exec(compile(source, NB, "exec"), {**nb, "db": type("Db", (), {"client": lambda self: fake})()})
+    assert fake.updates == 0
+    assert capsys.readouterr().out.strip() == "TTL on expires_at: True"
+
+
+def test_concurrent_copies_cancelled_by_a_conflict_are_sent_again_and_apply_once(nb, db, name):
+    """On AWS some of sixteen concurrent copies are cancelled with TransactionConflict (nothing written); injected
+    here on two of them. The notebook's race resends those: one 'applied', fifteen 'already applied', one debit.
+    Before this, the cell counted the raised conflicts as neither and its assertion failed on AWS."""
+    table = db.table(name)
+    nb["open_wallet"](table, "w-race", 100)
+    errors = DynamoDBErrors(at={0: CONFLICT, 5: CONFLICT}, conflict_item=1).install(table)
+    outcomes = nb["race_copies"](table, "w-race", "req-race", 16)
+    assert [kind for _, _, kind in errors.answered] == [CONFLICT, CONFLICT]
+    assert sorted(outcomes) == ["already applied"] * 15 + ["applied"]
+    assert nb["read_balance"](table, "w-race") == 95
+
+
 # --- ClientRequestToken --------------------------------------------------------
 
 def test_token_replay_and_mismatch(nb, db, name):

@@ -97,3 +97,35 @@ def test_the_chart_draws_one_lane_per_party(monkeypatch):
 def test_the_chart_refuses_what_it_cannot_draw(frame, lanes, message):
     with pytest.raises(BadInput, match=message):
         swimlanes(good_frame() if frame is None else frame, lanes=lanes, title="t")
+
+
+def _arrow_xs(ax):
+    return sorted(round(a.xy[0], 6) for a in ax.texts if getattr(a, "arrow_patch", None) is not None)
+
+
+def test_a_request_answered_at_the_same_instant_draws_two_arrows_side_by_side():
+    """A request and its answer at one instant between the same two lanes: before this, both arrows were drawn on
+    the same vertical line and only one showed."""
+    import matplotlib.pyplot as plt
+    frame = pd.DataFrame([[0.0, "client", "sends", "table"], [0.0, "table", "answers", "client"],
+                          [1.0, "client", "sends again", "table"]], columns=COLUMNS)
+    plt.close("all")
+    swimlanes(frame, lanes=["client", "table"], title="t")
+    xs = _arrow_xs(plt.gcf().axes[0])
+    assert len(xs) == 3 and xs[0] == 0.0 < xs[1] < 0.05 and xs[2] == 1.0
+    plt.close("all")
+
+
+def test_a_zoom_magnifies_a_short_stretch_and_bad_zooms_are_refused():
+    import matplotlib.pyplot as plt
+    frame = pd.DataFrame([[0.0, "sdk", "sends", "table"], [2.0, "sdk", "timeout", ""],
+                          [2.025, "sdk", "sends again", "table"]], columns=COLUMNS)
+    plt.close("all")
+    swimlanes(frame, lanes=["sdk", "table"], title="t", zoom=(1.99, 2.04))
+    main, inset = plt.gcf().axes[0], plt.gcf().axes[0].child_axes[0]
+    assert inset.get_xlim() == (1.99, 2.04) and _arrow_xs(inset) == [2.025]
+    assert len(_arrow_xs(main)) == 2
+    plt.close("all")
+    for bad in [(2.0, 1.0), (-1, 1), (0, math.inf), (1,)]:
+        with pytest.raises(BadInput, match="zoom must be"):
+            swimlanes(frame, lanes=["sdk", "table"], title="t", zoom=bad)

@@ -9,8 +9,9 @@ reader's code:
 1. plain payments and a duplicate;
 2. a wallet that does not exist (the wallet's own condition fails): an error, nothing written;
 3. each of DynamoDB's failure answers on the first send (`helpers/dynamodb_errors.py`): a
-   TransactionConflict on either action, both throttles, a transaction in progress, a 500 with
-   and without the write applied -- the payment must go through exactly once;
+   TransactionConflict on either action, both throttles, a transaction in progress (the request
+   with that token not committing, and committing), a 500 with and without the write applied --
+   the payment must go through exactly once;
 4. a conflict on every send: an error after a bounded number of sends, backing off on the
    virtual clock, nothing written;
 5. a wallet whose balance is not a number (DynamoDB's ValidationException): raised at once;
@@ -31,6 +32,7 @@ from ..dynamodb_errors import (
     ERROR_500_APPLIED,
     ERROR_500_NOT_APPLIED,
     IN_PROGRESS,
+    IN_PROGRESS_APPLIED,
     THROTTLED,
     THROTTLING,
     DynamoDBErrors,
@@ -52,7 +54,8 @@ ANSWERS = [
     (CONFLICT, 1, "TransactionConflict on the marker (action 1): nothing written"),
     (THROTTLED, -1, "ProvisionedThroughputExceededException: nothing written"),
     (THROTTLING, -1, "ThrottlingException: nothing written"),
-    (IN_PROGRESS, -1, "TransactionInProgressException: nothing written"),
+    (IN_PROGRESS, -1, "TransactionInProgressException, the request with that token not committing"),
+    (IN_PROGRESS_APPLIED, -1, "TransactionInProgressException, the request with that token committing"),
     (ERROR_500_NOT_APPLIED, -1, "InternalServerError (500), the write not applied"),
     (ERROR_500_APPLIED, -1, "InternalServerError (500) after the write was applied"),
 ]

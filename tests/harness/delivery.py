@@ -82,11 +82,12 @@ def deliver_all(schedule: list[tuple[int, bool, int]], faults: Faults, send: Cal
 
 @contextmanager
 def failure_answers(schedule: list[str | None], *targets: Any) -> Iterator[DynamoDBErrors]:
-    """DynamoDB answers the n-th write through any of `targets` with `schedule[n]` (None: its own answer).
+    """DynamoDB answers the n-th write through any of `targets` with `schedule[n]` (None: its own answer; so does a
+    write whose operation can never get that answer: TransactionInProgress on a single-item write).
 
     One schedule across every target, in the order the writes are sent; uninstalled when the block ends.
     """
-    errors = DynamoDBErrors(at={n: kind for n, kind in enumerate(schedule) if kind})
+    errors = DynamoDBErrors(at={n: kind for n, kind in enumerate(schedule) if kind}, impossible="skip")
     for target in targets:
         errors.install(target)
     try:
