@@ -34,7 +34,15 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from .dynamodb_errors import CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, IN_PROGRESS, THROTTLED, DynamoDBErrors
+from .dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    IN_PROGRESS_APPLIED,
+    THROTTLED,
+    DynamoDBErrors,
+)
 from .faults import LostResponses
 from .services.payment_provider import PaymentProvider
 from .specification import FINAL, LIVE, PROPERTIES, Operation, Violation, check_answer, check_money, in_words
@@ -101,7 +109,8 @@ class Subject:
         self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
         self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS,), operations={"TransactWriteItems"})
+        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+                                          operations={"TransactWriteItems"})
         self.clients = list(clients.values())
         self.run = 0
         self.provider: PaymentProvider | None = None
@@ -152,7 +161,8 @@ class Subject:
         kind = fault[0] if fault else None
         self.lost.restart(at={fault[1]} if kind == "lost" else ())
         self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
-        self.in_progress.restart(at={fault[1]: IN_PROGRESS} if kind == "in progress" else {})
+        self.in_progress.restart(at={fault[1]: IN_PROGRESS_APPLIED if fault[2] else IN_PROGRESS}
+                                 if kind == "in progress" else {})
         if self.provider is not None:
             self.provider.fail_next(fault[1] if kind == "provider down" else 0)
 
@@ -180,7 +190,8 @@ class DebitSubject(Subject):
         self.open_wallet, self.read_balance = g.get("open_wallet", open_wallet), g.get("read_balance", read_balance)
         self.lease, self.retention = 30.0, 24 * 3600.0
         self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS,), operations={"TransactWriteItems"})
+        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+                                          operations={"TransactWriteItems"})
         self.clients, self.run, self.provider = [_client(self.wallets)], 0, None
 
     def begin(self) -> None:
@@ -278,7 +289,7 @@ steps = st.one_of(st.none(), st.integers(0, 3))
 def _faults_for(subject: Subject) -> st.SearchStrategy:
     kinds = {"lost": st.tuples(st.just("lost"), st.integers(0, 4)),
              "answer": st.tuples(st.just("answer"), st.integers(0, 4), st.sampled_from(ANSWERS)),
-             "in progress": st.tuples(st.just("in progress"), st.integers(0, 2)),
+             "in progress": st.tuples(st.just("in progress"), st.integers(0, 2), st.booleans()),  # applied?
              "provider down": st.tuples(st.just("provider down"), st.integers(1, 2))}
     return st.one_of(st.none(), *(kinds[k] for k in subject.faults))
 
@@ -288,7 +299,8 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
     # meanwhile: at the attempt's n-th step another request arrives -- a copy of it (the commonest duplicate: a
     # client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
     during = st.none() if not subject.interleaves else st.one_of(
-        st.none(), st.tuples(st.integers(0, 3), st.one_of(st.just("copy"), requests), st.booleans()))
+        st.none(), st.tuples(st.integers(0, 3), st.just("copy"), st.booleans()),
+        st.tuples(st.integers(0, 3), requests, st.booleans()))
 
     class History(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -425,8 +437,10 @@ def _fault_words(fault: tuple | None) -> str:
         return f", the provider down for {fault[1]} request(s)"
     if fault[0] == "answer":
         return f", DynamoDB answers write {fault[1]} with {fault[2]}"
-    return f", write {fault[1]}'s answer lost" if fault[0] == "lost" else \
-        f", transaction {fault[1]} answered TransactionInProgress"
+    if fault[0] == "lost":
+        return f", write {fault[1]}'s answer lost"
+    original = "its original commits" if fault[2] else "not applied"
+    return f", transaction {fault[1]} answered TransactionInProgress ({original})"
 
 
 def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: int = 6, name: str | None = None,

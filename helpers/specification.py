@@ -14,8 +14,8 @@ each key's first request sent again until it gets a final answer), four properti
    another payload; such a request is refused (a mismatch, 422) for the whole retention window, after
    a failed first attempt too. Every success answered under one key is for one payload.
 3. **truthful** -- success means applied (1 checks it); an answer that says *nothing was written*
-   (a mismatch, *in progress*, bad input, a missing wallet) moved no money; a replay is the first
-   answer, byte for byte.
+   (a mismatch, bad input, a missing wallet) moved no money; a replay is the first answer, byte for
+   byte. (*In progress* promises nothing about what was written: only that the caller should ask again.)
 4. **live** -- no key stays stuck: after the lease and a bounded number of resends, the same request
    gets a final answer (success, or a refusal that will not change).
 
@@ -49,7 +49,7 @@ PROPERTIES = (ONCE, BOUND, TRUTHFUL, LIVE)
 
 SUCCESS, MISMATCH, IN_PROGRESS, REFUSED, UNKNOWN = "success", "mismatch", "in progress", "refused", "unknown"
 FINAL = frozenset({SUCCESS, MISMATCH, REFUSED})
-NOTHING_WRITTEN = frozenset({MISMATCH, IN_PROGRESS, REFUSED})
+NOTHING_WRITTEN = frozenset({MISMATCH, REFUSED})   # 409 says "not finished, retry": not that nothing was written
 REFUSING_ERRORS = ("KeyReused",)   # a debit's own "this key holds another debit; nothing written" (notebook 06)
 
 

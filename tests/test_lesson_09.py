@@ -16,7 +16,7 @@ from urllib3.util.retry import Retry
 
 import helpers
 from helpers.concurrency import race
-from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, DynamoDBErrors
+from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, DynamoDBErrors, kinds_for
 from helpers.exercises import check_retrying_client
 from helpers.services.payment_provider import PaymentProvider
 
@@ -277,8 +277,11 @@ def test_the_endpoint_without_a_key_refuses_bad_input_too(fresh):
 
 # --- DynamoDB's failure answers behind the endpoint ----------------------------------------------------------
 
-@pytest.mark.parametrize("n, step", [(0, "claim"), (1, "debit"), (2, "completion")])
-@pytest.mark.parametrize("kind", KINDS)
+WRITES = [(0, "claim", "PutItem"), (1, "debit", "TransactWriteItems"), (2, "completion", "UpdateItem")]
+
+
+@pytest.mark.parametrize("kind, n, step", [(kind, n, step) for n, step, operation in WRITES
+                                           for kind in kinds_for(operation, KINDS)])
 def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fresh, kind, n, step):
     nb, key = fresh, next(_keys)
     errors = DynamoDBErrors(at={n: kind}).install(nb["records"])
