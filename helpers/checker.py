@@ -45,7 +45,7 @@ from .dynamodb_errors import (
 )
 from .faults import LostResponses
 from .services.payment_provider import PaymentProvider
-from .specification import FINAL, LIVE, PROPERTIES, Operation, Violation, check_answer, check_money, in_words
+from .specification import BOUND, FINAL, LIVE, PROPERTIES, Operation, Violation, check_answer, check_money, in_words
 from .tables import open_wallet, read_balance
 
 WALLETS = {"alice": 1000, "bob": 1000}
@@ -68,15 +68,17 @@ class Verdict:
     broken: str | None = None
     sentence: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
+    untried: tuple[str, ...] = ()         # properties no history could break (one payload per key: bound)
 
     @property
     def holds(self) -> list[str]:
-        return [p for p in PROPERTIES if p != self.broken] if self.broken is None else []
+        return [p for p in PROPERTIES if p not in self.untried] if self.broken is None else []
 
     def __str__(self) -> str:
         """The verdict in plain lines of at most 100 characters (GitHub's width for a notebook's output)."""
         if self.broken is None:
-            return f"{self.handler} holds {', '.join(PROPERTIES)} over {self.histories} histories"
+            untried = f" ({', '.join(self.untried)}: not tried)" if self.untried else ""
+            return f"{self.handler} holds {', '.join(self.holds)} over {self.histories} histories{untried}"
         lines = textwrap.wrap(f"{self.handler} breaks {self.broken}: {self.sentence}", 100,
                               subsequent_indent="    ")
         lines.append("the shortest history found:")
@@ -466,4 +468,4 @@ def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: i
             run_state_machine_as_test(machine, settings=config)
         except Violation as violation:
             return Verdict(subject.name, subject.run, violation.prop, violation.sentence, violation.history)
-    return Verdict(subject.name, subject.run)
+    return Verdict(subject.name, subject.run, untried=() if keys_reused else (BOUND,))
