@@ -210,6 +210,44 @@ class DebitSubject(Subject):
         return self.answer(result, payload)
 
 
+class HttpSubject(Subject):
+    """Notebook 09's endpoint, over real HTTP on 127.0.0.1: `POST /payments` with an `Idempotency-Key`.
+
+    Each caller is an API key (`shop-a`: alice's account, `shop-b`: bob's), and each wallet belongs to one
+    account, so a caller paying from another's wallet is refused before any work (404). The server runs in
+    this process, so DynamoDB's failure answers and lost answers are injected on its own clients, and the
+    provider is the namespace's. A duplicate cannot be placed at a step inside the route: no interleaving.
+    """
+
+    faults = ("lost", "answer", "in progress", "provider down")
+    interleaves = False
+    CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
+    OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}
+
+    def __init__(self, namespace: dict[str, Any], name: str = "09 POST /payments") -> None:
+        self.ns, self.g, self.name = namespace, namespace, name
+        self.handler = namespace["send"]
+        self.clock, self.wallets, self.reader = namespace["db"].clock, namespace["wallets"], namespace["db"].client()
+        self.lease = float(namespace["LEASE_SECONDS"])
+        self.retention = float(namespace["RETENTION_SECONDS"])
+        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
+        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+                                          operations={"TransactWriteItems"})
+        self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
+        self.run, self.provider = 0, None
+
+    def begin(self) -> None:
+        self.run += 1
+        self.provider = self.ns["provider"] = PaymentProvider(self.clock)
+        for wallet, balance in WALLETS.items():
+            self.ns["open_account_wallet"](self.wallets, wallet, balance, owner=self.OWNERS[wallet])
+
+    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
+             caller: str) -> Any:
+        response = self.ns["send"](self.CALLERS[caller], '"{key}"', payload, key=key)
+        return {"status": response.status_code, "body": response.text}
+
+
 class OutboxSubject(Subject):
     """Notebook 10's handler on Postgres, `pay(user_id, key, payload, invocation, hook)`, and its outbox worker.
 

@@ -1,0 +1,74 @@
+"""The specification's checker (helpers/checker.py) over the other lessons' handlers: 03-05/08's debit functions,
+09's endpoint over real HTTP, 10's Postgres handler with its outbox worker. What each design gives up on purpose
+is named in helpers/specification.py; the rest must hold."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from summary_lines import summary
+
+from helpers.checker import DebitSubject, HttpSubject, OutboxSubject, check_handler
+from helpers.specification import BOUND, ONCE
+
+from notebook_code import lesson
+
+BACKEND = os.environ.get("RETRY_BACKEND", "moto")
+
+
+def report(verdict):
+    summary(f"the specification's checker on {BACKEND}").append(
+        str(verdict) if verdict.broken is None else f"{verdict.handler} breaks {verdict.broken} (as it should)")
+
+
+# --- the debit functions of 03, 05 and 08 (DebitSubject), and 10's handler on Postgres (OutboxSubject) --------
+
+DEBITS = [  # (notebook, function, keys_reused, what the design gives up: None if it must hold every property)
+    ("03_request_id_increments.ipynb", "debit_naive", False, ONCE),
+    ("03_request_id_increments.ipynb", "debit_idempotent", True, BOUND),      # a request ID alone, no payload
+    ("03_request_id_increments.ipynb", "debit_idempotent", False, ONCE),      # last_request_id under ABA
+    ("04_where_it_stops.ipynb", "debit_guarded", False, ONCE),         # a late copy told "insufficient funds"
+    ("05_remembering_every_request.ipynb", "debit_ledger", False, None),
+    ("05_remembering_every_request.ipynb", "debit_ledger", True, BOUND),   # the marker keeps no payload (06 does)
+    ("08_when_dynamodb_says_no.ipynb", "debit_ledger", False, None),
+    ("08_when_dynamodb_says_no.ipynb", "debit_ledger", True, BOUND),
+]
+
+
+def refused_unless_applied(result, payload):
+    """04's debit_guarded: "applied" and "already applied" are success; its overdraft answer a refusal."""
+    if result in ("applied", "already applied"):
+        return {"status": 201, "body": json.dumps({"debited": payload["amount"], "from": payload["wallet"]})}
+    return {"status": 400, "body": json.dumps({"error": result})}
+
+
+@pytest.mark.parametrize("notebook, function, keys_reused, gives_up", DEBITS,
+                         ids=[f"{n[:2]}-{f}-{'keys-reused' if r else 'one-payload-per-key'}" for n, f, r, _ in DEBITS])
+def test_the_debits_hold_what_they_claim_and_give_up_what_they_name(notebook, function, keys_reused, gives_up):
+    nb = lesson(notebook)
+    histories = (150 if BACKEND == "moto" else 50) if gives_up is None else 300
+    answer = refused_unless_applied if function == "debit_guarded" else None
+    verdict = check_handler(DebitSubject(nb[function], name=f"{notebook[:2]} {function}", answer=answer),
+                            histories=histories,
+                            keys_reused=keys_reused, shrink=False)
+    report(verdict)
+    assert verdict.broken == gives_up, str(verdict)
+
+
+def test_10_pay_and_its_outbox_worker_hold_every_property():
+    nb = lesson("10_postgres_shaped.ipynb")
+    verdict = check_handler(OutboxSubject(nb), histories=100 if BACKEND == "moto" else 30)
+    report(verdict)
+    assert verdict.broken is None, str(verdict)
+
+
+def test_09_post_payments_over_http_holds_every_property():
+    nb = lesson("09_over_http.ipynb")
+    try:
+        verdict = check_handler(HttpSubject(nb), histories=200 if BACKEND == "moto" else 50)
+    finally:
+        nb["server"].stop()
+    report(verdict)
+    assert verdict.broken is None, str(verdict)
