@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check lint test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
+.PHONY: lab check lint test test-browser test-install test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
 
 # Three layers, each a stamp file in .venv: what a learner needs (make lab), the test tools (make test, make check),
 # the maintainers' book and linter (make lint, make book). Lesson 10's embedded Postgres is its own pip call: where
@@ -42,6 +42,11 @@ check: $(VENV)/.installed-test
 
 test: $(VENV)/.installed-test
 	$(BIN)/python tools/run_tests.py
+
+# The core path in headless Chromium, in the JupyterLab `make lab` starts (tests/test_browser.py; make test runs it
+# too). Needs a Chromium: Debian's `chromium` package (.ci/run installs it in CI), never playwright's download.
+test-browser: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
 
 # ruff, with the line length CONTRIBUTING.md sets (pyproject.toml); CI runs it before the tests.
 lint: $(VENV)/.installed-dev

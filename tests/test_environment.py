@@ -109,3 +109,12 @@ def test_make_lab_starts_at_the_top_of_the_project_and_allows_root_only_when_roo
     assert "notebooks/00_" in recipe, "make lab opens the collection's start"
     assert 'id -u)" = 0 ] && echo --allow-root' in makefile, "--allow-root only for uid 0"
     assert "jupyter lab --ServerApp.root_dir=. notebooks/00_" in (ROOT / "README.md").read_text()
+
+
+def test_ci_installs_debians_chromium_for_the_browser_tests_and_never_playwrights_download():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "apt-get install -y -qq chromium" in ci and '"$(id -u)" = 0' in ci
+    assert ci.index("chromium") < ci.index("make test")
+    makefile = (ROOT / "Makefile").read_text()
+    assert "tests/test_browser.py" in makefile[makefile.index("\ntest-browser:"):].split("\n\n")[0]
+    assert "playwright install" not in ci + makefile
