@@ -69,7 +69,7 @@ notebooks: $(VENV)/.installed-test
 # Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test, ~15 min
 # of the ~30), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
-	$(BIN)/python tools/bench.py --write --tiers
+	$(BIN)/python tools/bench.py --write --tiers --install
 
 # Measures stock moto, the collection's moto and DynamoDB Local, and writes the table into README.md.
 fidelity: $(VENV)/.installed-test
