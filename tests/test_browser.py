@@ -213,14 +213,15 @@ def wait_for_kernel(page: Page, lab: Lab, path: str) -> None:
 
 
 def wait_until_run(page: Page, lab: Lab, path: str, cells: list[int] | None = None) -> None:
-    """Every code cell (or those given, by index among the code cells) has an execution count, and the kernel
-    is idle."""
+    """Nothing is queued or running any more (no `[*]` prompt), the first cell looked at (every code cell, or
+    those given by index among the code cells) has run, and the kernel is idle. A cell that raised stops Run
+    All: the cells after it keep an empty prompt, and the saved notebook tells which."""
     page.wait_for_function(
         """(wanted) => {
             const prompts = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell')]
                 .map(cell => cell.querySelector('.jp-InputPrompt').textContent);
             const looked = wanted === null ? prompts : wanted.map(i => prompts[i]);
-            return looked.length > 0 && looked.every(text => /\\[\\d+\\]/.test(text));
+            return looked.length > 0 && /\\[\\d+\\]/.test(looked[0]) && !prompts.some(t => t.includes('*'));
         }""", arg=cells, timeout=RUN_TIMEOUT_MS)
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
     while not lab.kernel_idle(path):
