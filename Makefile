@@ -11,24 +11,24 @@ BIN    := $(VENV)/bin
 # no wheel exists for this platform or Python, the install goes on and says what to do instead. --no-compile: pip
 # does not byte-compile every module of every package (most are never imported; Python compiles what a kernel
 # imports, once), which makes the install faster and smaller (make bench measures both).
-PIP := $(BIN)/python -m pip --disable-pip-version-check --no-compile
+INSTALL := $(BIN)/python -m pip --disable-pip-version-check install --quiet --no-compile
 
 $(VENV)/.installed: requirements.txt requirements-postgres.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(None if (3, 11) <= v < (3, 15) else \
 	  "Python %d.%d: the collection supports CPython 3.11 to 3.14; try make PYTHON=python3.13 lab" % v)'
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet -r requirements.txt -e .
-	@$(PIP) install --quiet -r requirements-postgres.txt 2>$(VENV)/postgres-install.log \
+	$(INSTALL) -r requirements.txt -e .
+	@$(INSTALL) -r requirements-postgres.txt 2>$(VENV)/postgres-install.log \
 	  || { tail -n 2 $(VENV)/postgres-install.log; \
 	       $(BIN)/python -c "from helpers.postgres import NO_EMBEDDED_POSTGRES as s; print('note:', s)"; }
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
-	$(PIP) install --quiet -r requirements-test.txt
+	$(INSTALL) -r requirements-test.txt
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed-test requirements-dev.txt
-	$(PIP) install --quiet -r requirements-dev.txt
+	$(INSTALL) -r requirements-dev.txt
 	touch $@
 
 # Lab starts at the top of the project (so every notebook's links, ../README.md included, resolve inside Lab)
@@ -49,6 +49,11 @@ test: $(VENV)/.installed-test
 # too). Needs a Chromium: Debian's `chromium` package (.ci/run installs it in CI), never playwright's download.
 test-browser: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
+
+# From a fresh clone, with every supported Python this machine has: make check, and lesson 10 (tests/test_install.py;
+# minutes per Python, so not part of make test).
+test-install: $(VENV)/.installed-test
+	RETRY_TEST_INSTALL=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_install.py
 
 # ruff, with the line length CONTRIBUTING.md sets (pyproject.toml); CI runs it before the tests.
 lint: $(VENV)/.installed-dev

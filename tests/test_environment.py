@@ -70,7 +70,7 @@ def test_the_embedded_postgres_is_installed_apart_and_its_failure_does_not_stop_
     learner_step = next(line for line in recipe.splitlines() if "-r requirements.txt" in line)
     assert learner_step.endswith("-r requirements.txt -e .") and "postgres" not in learner_step
     postgres_step = next(line for line in recipe.splitlines() if "-r requirements-postgres.txt" in line)
-    assert postgres_step.lstrip().startswith("@$(PIP) install") and "||" in recipe.split(postgres_step)[1]
+    assert postgres_step.lstrip().startswith("@$(INSTALL) -r") and "||" in recipe.split(postgres_step)[1]
     assert "NO_EMBEDDED_POSTGRES" in recipe
 
 
