@@ -458,7 +458,7 @@ def lab_until_usable(clone: Path, python: str, timeout: float = 600) -> float:
                 if kernel is None:
                     if call("/lab")[0] == 200:
                         kernel = call("/api/kernels", "POST")[1]["id"]
-                elif call(f"/api/kernels/{kernel}")[1]["execution_state"] == "idle":
+                elif kernel_answers(f"ws://127.0.0.1:{port}/api/kernels/{kernel}/channels?token={token}"):
                     return time.perf_counter() - started
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
@@ -467,6 +467,29 @@ def lab_until_usable(clone: Path, python: str, timeout: float = 600) -> float:
     finally:
         os.killpg(process.pid, 15)
         process.wait(60)
+
+
+def kernel_answers(url: str) -> bool:
+    """Lab's own first question to a kernel, over its websocket: a kernel_info_request, answered."""
+    import websocket  # websocket-client, which jupyter_server needs
+
+    try:
+        ws = websocket.create_connection(url, timeout=30)
+    except (OSError, websocket.WebSocketException):
+        return False
+    try:
+        msg_id = uuid.uuid4().hex
+        ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": "kernel_info_request", "username": "bench",
+                                       "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
+                            "parent_header": {}, "metadata": {}, "content": {}, "channel": "shell", "buffers": []}))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = json.loads(ws.recv())
+            if message.get("parent_header", {}).get("msg_id") == msg_id and message["channel"] == "shell":
+                return True
+        return False
+    finally:
+        ws.close()
 
 
 def bench_install(python: str) -> str:
