@@ -437,6 +437,7 @@ def lab_until_usable(clone: Path, python: str, timeout: float = 600) -> float:
         "ServerApp": {"ip": "127.0.0.1", "port": port, "port_retries": 0, "open_browser": False},
         "IdentityProvider": {"token": token}}))
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(config / "runtime"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)      # as on a learner's machine: Python writes the bytecode it uses
     base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"token {token}"}
 
     def call(path: str, method: str = "GET") -> tuple[int, Any]:
