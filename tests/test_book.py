@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.backend_independent  # reads committed files only: run on the moto tier only
 
-pytest.importorskip("jupyter_book", reason="Jupyter Book is not installed: pip install -r requirements.txt")
+pytest.importorskip("jupyter_book", reason="Jupyter Book is not installed: make book (requirements-dev.txt)")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))

