@@ -483,3 +483,16 @@ def test_an_unknown_item_identifier_fails_the_whole_stream_batch(nb):
 def test_the_stream_poller_refuses_settings_lambda_would_not_accept(nb, options):
     with pytest.raises(ValueError):
         StreamPoller(nb["streams"], stream_of(nb, 1), lambda e, c: None, **options)
+
+
+def test_a_retried_stream_batch_hands_over_the_same_records_with_the_same_event_ids(nb):
+    arn = stream_of(nb, 3)
+    seen = []
+
+    def fails_once(event, context):
+        seen.append([(r["eventID"], r["dynamodb"]["SequenceNumber"]) for r in event["Records"]])
+        if len(seen) == 1:
+            raise RuntimeError("first try")
+    poller = StreamPoller(nb["streams"], arn, fails_once)
+    read_to_the_end(poller)
+    assert len(seen) == 2 and seen[0] == seen[1] and len({e for e, _ in seen[0]}) == 3
