@@ -24,7 +24,7 @@ new stream. `StreamPoller` reads that stream with the real API --
   the function returns ``{"batchItemFailures": [{"itemIdentifier": <SequenceNumber>}]}``;
   the checkpoint moves to just before the **lowest** sequence number reported and
   every record from there on is handed over again. An empty or missing list means
-  success; an identifier that is empty or not in the batch fails the whole batch.
+  success; an empty identifier (here, also one not in the batch) fails the whole batch.
   With bisecting on too, only the records from the failure on are retried.
 
 Sources: AWS Lambda Developer Guide, "Lambda parameters for Amazon DynamoDB event
