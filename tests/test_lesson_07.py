@@ -15,6 +15,7 @@ from helpers.dynamodb_errors import ERROR_500_APPLIED, KINDS, DynamoDBErrors
 from helpers.exercises import check_safe_consumer
 from helpers.services.fifo_dedup import use_aws_deduplication, use_moto_deduplication
 from helpers.services.lambda_sqs import LambdaPoller
+from helpers.services.lambda_streams import StreamPoller
 from helpers.services.queues import fresh_queue
 from helpers.services.sqs_clock import use_wall_clock
 
@@ -387,3 +388,111 @@ def test_a_batch_above_ten_is_gathered_from_several_receives(nb):
 def test_the_marker_outlives_every_hop(nb):
     hops = nb["HOPS"]
     assert nb["MARKER_LIFETIME"] == sum(hops.values()) > nb["DLQ_RETENTION"] + 2 * nb["QUEUE_RETENTION"]
+
+
+# --- 5. a DynamoDB stream: a failed batch comes back whole ------------------------------------------------
+
+@pytest.mark.parametrize("setting, consumer, sizes, tried, applied", [
+    ("whole batch (default)", "debit_naive", [10, 10], 17, 16),
+    ("whole batch (default)", "debit_by_operation", [10, 10], 17, 10),
+    ("BisectBatchOnFunctionError", "debit_naive", [10, 5, 5], 17, 16),
+    ("BisectBatchOnFunctionError", "debit_by_operation", [10, 5, 5], 17, 10),
+    ("ReportBatchItemFailures", "debit_naive", [10, 4], 11, 10),
+    ("ReportBatchItemFailures", "debit_by_operation", [10, 4], 11, 10),
+])
+def test_a_stream_batch_that_fails_halfway(nb, setting, consumer, sizes, tried, applied):
+    batch_sizes, log = nb["stream_run"](nb[consumer], setting)
+    assert batch_sizes == sizes and len(log) == tried
+    assert log["debits applied"].iloc[-1] == applied == nb["debits"]()
+
+
+def test_the_failed_stream_batch_is_handed_over_again_from_its_first_record(nb):
+    _, log = nb["stream_run"](nb["debit_naive"], "whole batch (default)")
+    first = [f"op-{n:02d}" for n in range(1, 8)]
+    assert list(log["record"]) == first + [f"op-{n:02d}" for n in range(1, 11)]
+    assert list(log["batch"]) == [1] * 7 + [2] * 10
+
+
+def stream_of(nb, count):
+    """A new stream with `count` payments on it (the notebook's own producer)."""
+    return nb["write_payments"](count)
+
+
+def read_to_the_end(poller, most=20):
+    """Poll until the shard is read to its end; fail (rather than hang) if it takes more than `most` batches."""
+    for _ in range(most):
+        if poller.poll() is None:
+            return
+    pytest.fail(f"the shard was not read to its end in {most} batches")
+
+
+def test_a_stream_batch_that_always_fails_holds_the_shard_by_default(nb):
+    arn = stream_of(nb, 4)
+
+    def always_fails(event, context):
+        raise RuntimeError("down")
+    poller = StreamPoller(nb["streams"], arn, always_fails, batch_size=2)
+    batches = [poller.poll() for _ in range(5)]
+    assert len({b.sequence_numbers[0] for b in batches}) == 1 and all(len(b.sequence_numbers) == 2 for b in batches)
+    assert not any(b.checkpointed or b.discarded for b in batches)
+
+
+def test_a_spent_retry_budget_discards_the_batch_and_moves_on(nb):
+    arn = stream_of(nb, 6)
+    seen = []
+
+    def fails_on_op_03(event, context):
+        ops = [r["dynamodb"]["NewImage"]["pk"]["S"] for r in event["Records"]]
+        seen.append(ops)
+        if "op-03" in ops:
+            raise RuntimeError("op-03")
+    poller = StreamPoller(nb["streams"], arn, fails_on_op_03, batch_size=5, max_retries=2)
+    read_to_the_end(poller)
+    assert [len(ops) for ops in seen] == [5, 5, 5, 1] and seen[-1] == ["op-06"]
+    assert poller.batches[2].discarded == poller.batches[0].sequence_numbers
+
+
+def test_bisecting_isolates_a_record_that_always_fails(nb):
+    arn = stream_of(nb, 4)
+    seen = []
+
+    def fails_on_op_03(event, context):
+        ops = [r["dynamodb"]["NewImage"]["pk"]["S"][3:] for r in event["Records"]]
+        seen.append(" ".join(ops))
+        if "03" in ops:
+            raise RuntimeError("op-03")
+    poller = StreamPoller(nb["streams"], arn, fails_on_op_03, bisect_on_error=True, max_retries=1)
+    read_to_the_end(poller)
+    assert seen == ["01 02 03 04", "01 02", "03 04", "03", "03", "04"]     # splits are free; op-03 has 1 retry
+    assert [len(b.discarded) for b in poller.batches] == [0, 0, 0, 0, 1, 0]
+
+
+def test_an_unknown_item_identifier_fails_the_whole_stream_batch(nb):
+    arn = stream_of(nb, 3)
+    calls = []
+
+    def reports_nonsense(event, context):
+        calls.append(len(event["Records"]))
+        return {"batchItemFailures": [{"itemIdentifier": "nope"}]} if len(calls) == 1 else None
+    poller = StreamPoller(nb["streams"], arn, reports_nonsense, report_batch_item_failures=True)
+    read_to_the_end(poller)
+    assert calls == [3, 3] and poller.batches[0].error == "invalid batchItemFailures"
+
+
+@pytest.mark.parametrize("options", [{"batch_size": 0}, {"batch_size": 10_001}, {"max_retries": -2}])
+def test_the_stream_poller_refuses_settings_lambda_would_not_accept(nb, options):
+    with pytest.raises(ValueError):
+        StreamPoller(nb["streams"], stream_of(nb, 1), lambda e, c: None, **options)
+
+
+def test_a_retried_stream_batch_hands_over_the_same_records_with_the_same_event_ids(nb):
+    arn = stream_of(nb, 3)
+    seen = []
+
+    def fails_once(event, context):
+        seen.append([(r["eventID"], r["dynamodb"]["SequenceNumber"]) for r in event["Records"]])
+        if len(seen) == 1:
+            raise RuntimeError("first try")
+    poller = StreamPoller(nb["streams"], arn, fails_once)
+    read_to_the_end(poller)
+    assert len(seen) == 2 and seen[0] == seen[1] and len({e for e, _ in seen[0]}) == 3
