@@ -9,8 +9,8 @@ relative link in the notebook (the navigation lines, the README, the solution) i
 the server Lab reads from (a 404 fails), and the header's links are also clicked, which must open a document in
 Lab, not an error dialog. A screenshot per notebook goes to build/browser/ (git-ignored).
 
-Lab serves a copy of notebooks/ and README.md in a temporary folder, started with `make lab`'s own flags (the root
-is the project's top), so nothing the test types or saves touches the committed notebooks.
+Lab serves a copy of notebooks/, helpers/ and README.md in a temporary folder, started with `make lab`'s own flags
+(the root is the project's top), so nothing the test types or saves touches the committed notebooks.
 
 The browser is the system's Chromium (Debian's `chromium`; `RETRY_CHROMIUM` names another), launched by
 playwright's Python driver with `executable_path`: playwright's own browser download is never used. Without a
@@ -134,6 +134,7 @@ def lab(tmp_path_factory):
     root.mkdir()
     shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copy(ROOT / "README.md", root / "README.md")
+    shutil.copytree(ROOT / "helpers", root / "helpers", ignore=shutil.ignore_patterns("__pycache__"))  # linked to
     settings = home / "settings"
     # Every cell rendered (not only those in view), so the page holds every output; no news pop-up.
     for plugin, value in {"notebook-extension/tracker": {"windowingMode": "none"},
