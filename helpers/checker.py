@@ -28,11 +28,12 @@ A handler that keeps no record of its keys, defined where its `db`, `wallets` an
     ...     hook("debited")
     ...     charge = provider.charge(payload["wallet"], payload["amount"], idempotency_key=f"{caller}#{key}")
     ...     return {"status": 201, "body": json.dumps({"charge": charge.charge_id})}
-    >>> verdict = check_handler(pay, histories=20)
+    >>> verdict = check_handler(pay, histories=10, steps=2, shrink=False)   # the default shrinks (slower)
     >>> print(verdict)
-    pay breaks once: ...
-    the shortest history found:
-      1. shop-a sends k1 ...
+    pay breaks once: wallet 'alice': debited 30, charged 20, but the answers said 20 was paid
+    the first history found (not shrunk):
+      1. shop-a sends k2 (10 from alice) as inv-2, crashing at step 2, write 4's answer lost -> 201
+    ...
     >>> verdict.broken, verdict.history[0]["caller"]
     ('once', 'shop-a')
     >>> verdict.draw()                     # the same history as a swimlane chart (None when every property held)
@@ -100,6 +101,7 @@ class Verdict:
     history: list[dict[str, Any]] = field(default_factory=list)
     untried: tuple[str, ...] = ()         # properties no history could break (one payload per key: bound)
     store: str = "DynamoDB"               # where the handler keeps its state (a lane of `draw`)
+    shrunk: bool = True                   # issue 23: False when check_handler(..., shrink=False) found it
 
     @property
     def holds(self) -> list[str]:
@@ -112,7 +114,7 @@ class Verdict:
             return f"{self.handler} holds {', '.join(self.holds)} over {self.histories} histories{untried}"
         lines = textwrap.wrap(f"{self.handler} breaks {self.broken}: {self.sentence}", 100,
                               subsequent_indent="    ")
-        lines.append("the shortest history found:")
+        lines.append("the shortest history found:" if self.shrunk else "the first history found (not shrunk):")
         for n, step in enumerate(self.history, 1):
             lines += textwrap.wrap(f"{n}. {step['said']}", 100, initial_indent="  ", subsequent_indent="       ")
             if step.get("when"):
@@ -630,6 +632,6 @@ def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: i
             run_state_machine_as_test(machine, settings=config)
         except Violation as violation:
             return Verdict(subject.name, subject.run, violation.prop, violation.sentence, violation.history,
-                           store=getattr(subject, "store", "DynamoDB"))
+                           store=getattr(subject, "store", "DynamoDB"), shrunk=shrink)
     return Verdict(subject.name, subject.run, untried=() if keys_reused else (BOUND,),
                    store=getattr(subject, "store", "DynamoDB"))
