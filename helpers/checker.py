@@ -452,6 +452,9 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
         @rule(request=requests, crash_at=steps, fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
             seen, nested_moved = [0], {}
+            if getattr(subject, "one_call_per_key", False):   # issue 23: a client makes its own key per call,
+                self.calls = getattr(self, "calls", 0) + 1       # so each call is a payment of its own
+                request = (request[0], f"{request[1]}.{self.calls}", *request[2:])
             if during is not None and during[1] == "copy":
                 caller, key, payload, invocation = request
                 during = (during[0], (caller, key, payload, INVOCATIONS[invocation == INVOCATIONS[0]]), during[2])
@@ -513,6 +516,10 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
 
         def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int]) -> None:
             request = (caller, key, payload, "quiesce")
+            if getattr(subject, "one_call_per_key", False):      # issue 23: a client's call cannot be resent
+                self.fail(Violation(LIVE, f"{caller}'s payment {key!r} ({payload[1]} from {payload[0]!r}) got no "
+                                          "final answer: the client gave up where a resend would have finished it"),
+                          at_last_step=False)
             for _ in range(RESENDS_AT_QUIESCENCE):
                 before = self.last
                 answer = self.call(request, lambda step: None)

@@ -194,3 +194,76 @@ def test_10_the_solution_passes_the_scenarios_and_the_specification():
     verdict = check_outbox_worker(lesson("solutions/10_postgres_shaped_solution.ipynb")["my_deliver"])
     assert verdict.passed, str(verdict)
     assert "Notebook 10's pay with your worker held to the specification over" in verdict.message
+
+
+# --- 09: the client under test, against 09's own server -----------------------------------------------------------
+
+HIDING_09 = '''
+def my_pay(url, payment, api_key):
+    """One key per payment, resends lost responses and 409s -- but reads a 503 as paid."""
+    key = str(keys())
+    for _ in range(6):
+        try:
+            response = requests.post(url + "/payments", json=payment, timeout=TIMEOUT,
+                                     headers={"Authorization": f"Bearer {api_key}", "Idempotency-Key": f'"{key}"'})
+        except requests.RequestException:
+            continue
+        if response.status_code == 409:
+            continue
+        if response.status_code == 503:
+            return {"status": "accepted"}               # "it will go through": a body for a payment not made
+        response.raise_for_status()
+        return response.json()
+    raise TimeoutError("no answer after six tries")
+'''
+
+
+@pytest.fixture
+def nb09():
+    nb = lesson("09_over_http.ipynb")
+    try:
+        yield nb
+    finally:
+        nb["server"].stop()
+
+
+def check_09(nb, pay):
+    from helpers.exercises import check_retrying_client
+
+    return check_retrying_client(pay, url=nb["server"].url, faults=nb["lost"], wallets=nb["wallets"],
+                                 provider=nb["provider"])
+
+
+def test_09_a_client_that_answers_a_503_with_a_body_is_not_yet_with_the_shortest_history(nb09):
+    from helpers.exercises.lesson_09 import client_held
+    from helpers.exercises.specified import broken
+    from helpers.exercises.verdict import Counterexample, Verdict
+
+    exec(HIDING_09, nb09)            # in the server's own namespace, as in the notebook
+    answer = nb09["my_pay"]
+    held = client_held(answer)
+    assert held.broken == "once" and held.history, str(held)
+    with pytest.raises(Counterexample) as found:
+        broken(held)
+    assert_not_yet_with_a_history(Verdict(False, str(found.value)), "your client")
+    assert not check_09(nb09, answer).passed
+
+
+def test_09_a_client_that_gives_up_on_a_lost_response_breaks_live(nb09):
+    from helpers.exercises.lesson_09 import client_held
+
+    exec("def my_pay(url, payment, api_key):\n"
+                   "    response = requests.post(url + '/payments', json=payment, timeout=TIMEOUT, headers={\n"
+                   "        'Authorization': f'Bearer {api_key}', 'Idempotency-Key': f'\"{keys()}\"'})\n"
+                   "    response.raise_for_status()\n"
+                   "    return response.json()\n", nb09)
+    held = client_held(nb09["my_pay"])
+    assert held.broken == "live", str(held)
+
+
+def test_09_the_solution_passes_the_scenarios_and_the_specification(nb09):
+    for source in cells("solutions/09_over_http_solution.ipynb", "lesson"):
+        exec(source, nb09)
+    verdict = check_09(nb09, nb09["my_pay"])
+    assert verdict.passed, str(verdict)
+    assert "Your client held to the specification over" in verdict.message
