@@ -573,9 +573,8 @@ def _history_events(history: list[dict[str, Any]], store: str, sentence: str) ->
         used.add(lane)
 
     def sent(step: dict[str, Any]) -> None:
-        again = " again" if "resent" in step.get("what", "") else ""
-        event(step["caller"], f"{step['key']}: {step['amount']} {step['wallet']} ({step['invocation']}){again}",
-              to="handler")
+        how = "resent at quiescence" if step["invocation"] == "quiesce" else step["invocation"]
+        event(step["caller"], f"{step['key']}: {step['amount']} {step['wallet']} ({how})", to="handler")
         fault = step.get("fault")
         if fault:
             kind = fault[0]

@@ -212,7 +212,8 @@ def test_a_broken_verdict_draws_its_shortest_history_and_a_held_one_draws_nothin
     texts = [t.get_text() for t in ax.texts]
     for step in verdict.history:               # each step of the history is on the chart: the request, the answer
         if "caller" in step:
-            assert f"{step['key']}: {step['amount']} {step['wallet']} ({step['invocation']})" in texts
+            how = "resent at quiescence" if step["invocation"] == "quiesce" else step["invocation"]
+            assert f"{step['key']}: {step['amount']} {step['wallet']} ({how})" in texts
             assert step["answer"] in texts
     red = [line for line in ax.lines if to_hex(line.get_color()) == to_hex("tab:red")]
     assert len(red) == sum(1 for step in verdict.history if step.get("broken")) == 1
