@@ -24,4 +24,5 @@ def broken(verdict: Any) -> None:
 
 def held(verdict: Any) -> str:
     """The PASS line's words for a verdict that held."""
-    return f"held to the specification over {verdict.histories} generated histories"
+    untried = f" ({', '.join(verdict.untried)}: not tried)" if verdict.untried else ""
+    return f"held to the specification over {verdict.histories} histories{untried}"
