@@ -229,7 +229,7 @@ def _consumer_subject() -> type:
         """A queue consumer as a handler: each request one delivery of a message (see the module's docstring)."""
 
         faults = ("lost", "answer", "in progress")
-        interleaves = False          # a delivery runs to its end; concurrent deliveries are a scenario check
+        interleaves = hooks = False  # a delivery runs to its end; concurrent deliveries are a scenario check
 
         def __init__(self, consumer: QueueConsumer, db: Backend, table: Any) -> None:
             self.consumer = self.handler = consumer

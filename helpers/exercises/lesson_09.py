@@ -169,6 +169,9 @@ def ClientSubject(pay: Pay) -> Any:  # noqa: N802 - made like a class, on first 
                 return {"status": error.response.status_code, "body": error.response.text}
             return {"status": 201, "body": json.dumps(body, sort_keys=True)}
 
+        def fired(self, fault: tuple | None) -> bool:
+            return fault is not None and fault[0] == "lost" or super().fired(fault)   # an HTTP answer lost
+
         def arm(self, fault: tuple | None) -> None:
             lost_http = fault is not None and fault[0] == "lost"
             super().arm(None if lost_http else fault)          # DynamoDB's answers and the provider, on the server
