@@ -25,9 +25,9 @@ from helpers.dynamodb_errors import (
     DynamoDBErrors,
 )
 from helpers.exercises import check_fenced_completion
+from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
 from helpers.meter import CallCounter
 from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
-from helpers.services.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
 
 from notebook_code import lesson
 

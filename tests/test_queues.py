@@ -10,8 +10,8 @@ import pytest
 
 import helpers
 from helpers import BadInput
+from helpers.fidelity.sqs_clock import use_virtual_time, use_wall_clock
 from helpers.services.queues import Consumer, fresh_queue
-from helpers.services.sqs_clock import use_virtual_time, use_wall_clock
 from helpers.swimlanes import Timeline
 
 
