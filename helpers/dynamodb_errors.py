@@ -86,6 +86,10 @@ ALL_KINDS = KINDS + (IN_PROGRESS_APPLIED,)  # KINDS keeps its six for the tests 
 APPLIED = frozenset({ERROR_500_APPLIED, IN_PROGRESS_APPLIED})  # the table applied the write first
 TRANSACTION_ONLY = frozenset({IN_PROGRESS, IN_PROGRESS_APPLIED})  # answers only TransactWriteItems gets
 
+# The answer table: every failure answer a write can get, once, as (kind, conflict_item) -- the conflict
+# on a transaction's last action (-1) and on its first (0). Tests and checkers iterate over it.
+ANSWERS = tuple((kind, -1) for kind in ALL_KINDS) + ((CONFLICT, 0),)
+
 
 def kinds_for(operation: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, ...]:
     """The kinds of `kinds` that DynamoDB can answer `operation` with.
