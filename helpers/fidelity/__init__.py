@@ -2,7 +2,10 @@
 
 A notebook rarely opens these; `helpers.connect()` installs most of them. Each module has one job, and
 each private site it patches is named, with the version it was written against, in
-tests/test_patched_hooks.py:
+tests/test_patched_hooks.py. One verb each: ``use_virtual_time(clock)`` runs a patched library on the
+virtual clock (sqs_clock, powertools_clock; ``use_virtual_backoff`` for botocore's retry sleeps), and
+``use_...()`` turns on any other process-wide patch; a per-client layer (a fault, a watcher) is
+``install(target)`` / ``uninstall()`` on helpers/wire.py.
 
     faithful_moto     moto made atomic, and ClientRequestToken honoured
     client_tokens     DynamoDB's ClientRequestToken rules

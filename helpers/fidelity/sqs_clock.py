@@ -6,7 +6,8 @@ moto 5.2.5, ``moto/sqs/models.py``). A message's ``visible_at``,
 ``delayed_until``, ``SentTimestamp``, the FIFO deduplication window and the
 message retention period are all computed from them.
 
-`use_virtual_time(clock)` replaces exactly those two names **in moto's SQS
+`use_virtual_time(clock)` (the collection's one verb for "run this on the virtual clock";
+fidelity/powertools_clock.py has the same) replaces exactly those two names **in moto's SQS
 module only**, so SQS reads `clock`; DynamoDB, moto's other services and the
 rest of the process keep the wall clock. After ``clock.advance(31)`` a message
 received with a 30-second visibility timeout is visible again.

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
+from ..fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, use_virtual_time, virtual_time
 
-__all__ = ["POWERTOOLS_MODULES", "LambdaContext", "virtual_time"]
+__all__ = ["POWERTOOLS_MODULES", "LambdaContext", "use_virtual_time", "virtual_time"]
