@@ -182,11 +182,9 @@ class DynamoDBErrors(Schedule, Layer):
         TransactionInProgress kind for an operation other than TransactWriteItems.
         """
         with self._lock:
-            n = self.sent
-            self.sent += 1
-            if n not in self.at and not (self.p > 0 and self._rng.random() < self.p):
+            n = self._number_next()
+            if n is None:
                 return self.no_fault
-            self.picked.append(n)
             kind = self._kind(n, operation)
         if kind in TRANSACTION_ONLY and operation not in (None, "TransactWriteItems"):
             if self.impossible == "skip":

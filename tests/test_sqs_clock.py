@@ -10,14 +10,6 @@ import helpers
 from helpers.fidelity.sqs_clock import use_virtual_time, use_wall_clock
 
 
-@pytest.fixture
-def sqs(db):
-    clock = helpers.VirtualClock()
-    use_virtual_time(clock)
-    yield db.sqs(), clock
-    use_wall_clock()
-
-
 def receive(client, url):
     return client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
 
