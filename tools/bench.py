@@ -195,7 +195,7 @@ def make_table(client: Any, name: str) -> str:
     return name
 
 
-# The notebooks' own debit functions (tests/notebook_code.py runs their `lesson` cells), timed as they stand.
+# The notebooks' own debit functions (helpers.lessons.run_cells runs their `lesson` cells), timed as they stand.
 # (label, notebook, function, write units AWS documents for items under 1 KB: 1 per item written, 2 per item
 # in a transaction; 06's handler writes its record (1), a marker + debit transaction (4) and the completion (1)).
 NOTEBOOK_PATTERNS: list[tuple[str, str, str, int]] = [
@@ -252,15 +252,13 @@ class Rig:
 
 def patterns_child(reps: int) -> dict[str, Any]:
     """In a process of its own (RETRY_BACKEND set): measure each notebook pattern; return JSON-ready results."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.lessons import run_cells
     from helpers.services.payment_provider import PaymentProvider
-
-    from notebook_code import lesson
 
     codes: dict[str, dict[str, Any]] = {}
     results = {}
     for label, notebook, function, _ in NOTEBOOK_PATTERNS:
-        code = codes.setdefault(notebook, lesson(notebook))
+        code = codes.setdefault(notebook, run_cells(notebook, {}))
         if function == "pay":
             code["provider"] = PaymentProvider(code["db"].clock)
         metered, plain = Rig(code, notebook, function, metered=True), Rig(code, notebook, function, metered=False)
