@@ -16,6 +16,13 @@ The handler's surroundings come from the handler's own module globals (a noteboo
 each history), `LEASE_SECONDS` and `RETENTION_SECONDS`; faults are injected on every boto3 table
 and client found there.
 
+Other shapes are subjects: `DebitSubject` (a debit function, notebooks 03-05 and 08; the exercises
+hand it a table of their own), `HttpSubject` (09's endpoint), `OutboxSubject` (10's handler on
+Postgres), and `RecordSubject` for a write that is not money (01's status update, 02's sign-up),
+held to *truthful* and *live* only. `check_handler`'s options match a design to what it promises:
+`keys_reused=False` (one payload per key), `one_at_a_time=True` (no interleaving, no old key after
+a newer: ABA kept out), and `shrink=<n>` (a budget for shortening the counterexample).
+
     >>> verdict = check_handler(pay, histories=50)            # doctest: +SKIP
     >>> print(verdict)                                         # doctest: +SKIP
     pay holds once, bound to its payload, truthful, live over 50 histories
@@ -130,7 +137,10 @@ class Subject:
     """A 06-shaped handler and its surroundings, read from its module globals.
 
     Other shapes (a debit function, a handler on Postgres) subclass it: the machine only calls `begin`, `call`,
-    `money`, `drain` and `arm`, and reads `clock`, `lease`, `retention`, `faults` and `interleaves`.
+    `money`, `drain`, `arm` and `words`, and reads `clock`, `lease`, `retention`, `faults`, `interleaves` and
+    the attributes below, which narrow the search for a subject that needs less of it (an exercise's few
+    seconds): `invocations`, `crashes` and `waits` False leave out what does not reach the handler,
+    `writes` bounds which of a request's writes a fault falls on, `faults_alike` draws each fault alike.
     """
 
     faults = ("lost", "answer", "in progress", "provider down")   # what can go wrong around one request
@@ -571,30 +581,22 @@ def _one_at_a_time(invocations: bool = True) -> st.SearchStrategy:
 def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
              search: _Search | None = None) -> type[RuleBasedStateMachine]:
     search = search or _Search(None)
-    faults = _faults_for(subject)
-    requests = (_one_at_a_time(subject.invocations) if one_at_a_time else
-                _requests(keys_reused, subject.invocations))
-    crash_steps = steps if subject.crashes else st.none()
+    faults, requests = _faults_for(subject), _requests(keys_reused)
     # meanwhile: at the attempt's n-th step another request arrives -- a copy of it (the commonest duplicate: a
     # client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
-    during = st.none() if not subject.interleaves or one_at_a_time else st.one_of(
+    during = st.none() if not subject.interleaves else st.one_of(
         st.none(), st.tuples(st.integers(0, 3), st.just("copy"), st.booleans()),
         st.tuples(st.integers(0, 3), requests, st.booleans()))
 
     class History(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.skip, self.broken = search.spent(subject.run), False   # budget spent: this history passes
-            if self.skip:
-                return
             subject.begin()
             self.ops: dict[tuple[str, str], Operation] = {}
             self.closed: list[Operation] = []
             self.said: list[dict[str, Any]] = []
             self.broken, self.epoch = False, 0   # after a retention window, keys are new ones (see `wait`)
             self.last = subject.money()
-            self.current: tuple[str, str, tuple[str, int]] | None = None   # one at a time: the request in hand
-            self.keys = 0                                                   # one at a time: keys sent so far
 
         def money(self) -> dict[str, int]:
             self.last = subject.money()
@@ -603,7 +605,6 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
         def fail(self, violation: Violation) -> None:
             self.broken = True
             violation.history = list(self.said)
-            search.offer(violation, subject.run)
             raise violation
 
         def call(self, request: tuple, hook: Callable[[str], None]) -> Any:
@@ -624,34 +625,14 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
         def note(self, request: tuple, answer: Any, what: str = "", when: str = "") -> None:
             caller, key, (wallet, amount), invocation = request
-            as_, words = f" as {invocation}" if subject.invocations else "", subject.words(answer)
             self.said.append({"caller": caller, "key": key, "wallet": wallet, "amount": amount,
-                              "invocation": invocation, "what": what, "when": when, "answer": words,
-                              "said": f"{caller} sends {key} ({amount} from {wallet}){as_}{what} -> {words}"})
+                              "invocation": invocation, "what": what, "when": when, "answer": in_words(answer),
+                              "said": f"{caller} sends {key} ({amount} from {wallet}) as {invocation}{what}"
+                                      f" -> {in_words(answer)}"})
 
-        def in_turn(self, drawn: tuple) -> tuple:
-            """One request at a time: a copy of the request in hand, or the next one -- after the one in hand got
-            a final answer (resent until then), and never to be sent again (so no older key follows a newer)."""
-            caller, which, payload, invocation = drawn
-            if which == "copy" and self.current is not None:
-                caller, key, first = self.current
-                return caller, key, payload if keys_reused else first, invocation
-            if self.current is not None:
-                caller_, key_, _ = self.current
-                op = self.ops[(caller_, key_)]
-                for pending in sorted(op.pending):
-                    self.drive(caller_, key_, op, pending, " (resent before the next request)")
-            self.keys += 1
-            self.current = (caller, f"k{self.keys}", payload)
-            return caller, f"k{self.keys}", payload, invocation
-
-        @rule(request=requests, crash_at=crash_steps, fault=faults, during=during)
+        @rule(request=requests, crash_at=steps, fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
-            if self.skip:
-                return
             seen, nested_moved = [0], {}
-            if one_at_a_time:
-                request = self.in_turn(request)
             if during is not None and during[1] == "copy":
                 caller, key, payload, invocation = request
                 during = (during[0], (caller, key, payload, INVOCATIONS[invocation == INVOCATIONS[0]]), during[2])
@@ -681,9 +662,8 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             self.note(request, answer, what)
             self.judge(request, answer, moved)
 
+        @rule(span=st.sampled_from(["lease", "retention"]))
         def wait(self, span: str) -> None:
-            if self.skip:
-                return
             if span == "lease":
                 subject.clock.advance(subject.lease + 1)
                 self.said.append({"said": f"{subject.lease + 1:.0f} s pass (leases run out)"})
@@ -691,13 +671,10 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             self.quiesce()
             subject.clock.advance(subject.retention + 3600)
             self.closed += self.ops.values()
-            self.ops, self.epoch, self.current = {}, self.epoch + 1, None
+            self.ops, self.epoch = {}, self.epoch + 1
             # A design may forget a key after its window or remember it longer: both are right, so the keys sent
             # from now on are new ones, and what expired (records, markers, the provider's keys) is only in the way.
             self.said.append({"said": "the retention window passes; the keys sent from now on are new ones"})
-
-        if subject.waits:            # a rule only where time matters (leases, retention windows)
-            wait = rule(span=st.sampled_from(["lease", "retention"]))(wait)
 
         def quiesce(self) -> None:
             subject.clock.advance(subject.lease + 1)
@@ -709,10 +686,96 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             subject.drain()
             money = self.money()
             try:
-                check_money([*self.closed, *self.ops.values()], {w: money[f"{w} debited"] for w in subject.opening},
-                            {w: money[f"{w} charged"] for w in subject.opening} if subject.provider else None)
+                check_money([*self.closed, *self.ops.values()], {w: money[f"{w} debited"] for w in WALLETS},
+                            {w: money[f"{w} charged"] for w in WALLETS} if subject.provider else None)
             except Violation as violation:
                 self.fail(violation)
+
+        def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int]) -> None:
+            request = (caller, key, payload, "quiesce")
+            for _ in range(RESENDS_AT_QUIESCENCE):
+                before = self.last
+                answer = self.call(request, lambda step: None)
+                self.note(request, answer, " (resent at quiescence)")
+                self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()})
+                if _kind(answer) in FINAL:
+                    return
+                subject.clock.advance(subject.lease + 1)
+            self.fail(Violation(LIVE, f"{caller}'s key {key!r} ({payload[1]} from {payload[0]!r}) got no final "
+                                      f"answer in {RESENDS_AT_QUIESCENCE} resends after its lease ran out"))
+
+        def teardown(self) -> None:
+            if not self.broken:
+                self.quiesce()
+
+
+    # History's source is its derandomized seed (hypothesis digests the machine class): it stays as it is, so that a
+    # run of the full checker (06's) finds the same histories. What narrows or budgets the search is a subclass.
+    focused = (one_at_a_time or search.limit is not None or not subject.invocations or not subject.waits
+               or not subject.crashes)
+    if not focused:
+        return History
+    narrowed = _one_at_a_time(subject.invocations) if one_at_a_time else _requests(keys_reused, subject.invocations)
+    meanwhile = st.none() if one_at_a_time else during
+    crash_steps = steps if subject.crashes else st.none()
+
+    class Focused(History):
+        """History, narrowed and budgeted: one request at a time (`one_at_a_time`), no crash where the handler
+        has no hook, no invocation ID or wait where it means nothing, and a budget for shrinking (`search`)."""
+
+        def __init__(self) -> None:
+            self.skip = search.spent(subject.run)        # the shrinking budget is spent: this history passes
+            if self.skip:
+                RuleBasedStateMachine.__init__(self)
+                self.broken = False
+                return
+            super().__init__()
+            self.current: tuple[str, str, tuple[str, int]] | None = None   # one at a time: the request in hand
+            self.keys = 0                                                   # one at a time: keys sent so far
+
+        def fail(self, violation: Violation) -> None:
+            violation.history = list(self.said)
+            search.offer(violation, subject.run)
+            History.fail(self, violation)
+
+        def note(self, request: tuple, answer: Any, what: str = "", when: str = "") -> None:
+            caller, key, (wallet, amount), invocation = request
+            as_, words = f" as {invocation}" if subject.invocations else "", subject.words(answer)
+            self.said.append({"caller": caller, "key": key, "wallet": wallet, "amount": amount,
+                              "invocation": invocation, "what": what, "when": when, "answer": words,
+                              "said": f"{caller} sends {key} ({amount} from {wallet}){as_}{what} -> {words}"})
+
+        def in_turn(self, drawn: tuple) -> tuple:
+            """One request at a time: a copy of the request in hand, or the next one -- after the one in hand got
+            a final answer (resent until then), and never to be sent again (so no older key follows a newer)."""
+            caller, which, payload, invocation = drawn
+            if which == "copy" and self.current is not None:
+                caller, key, first = self.current
+                return caller, key, payload if keys_reused else first, invocation
+            if self.current is not None:
+                caller_, key_, _ = self.current
+                op = self.ops[(caller_, key_)]
+                for pending in sorted(op.pending):
+                    self.drive(caller_, key_, op, pending, " (resent before the next request)")
+            self.keys += 1
+            self.current = (caller, f"k{self.keys}", payload)
+            return caller, f"k{self.keys}", payload, invocation
+
+        @rule(request=narrowed, crash_at=crash_steps, fault=faults, during=meanwhile)
+        def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
+            if self.skip:
+                return
+            History.send(self, self.in_turn(request) if one_at_a_time else request, crash_at, fault, during)
+
+        def wait(self, span: str) -> None:
+            if self.skip:
+                return
+            History.wait(self, span)
+            if span == "retention":
+                self.current = None                      # the keys sent from now on are new ones
+
+        if subject.waits:            # a rule only where time matters (leases, retention windows)
+            wait = rule(span=st.sampled_from(["lease", "retention"]))(wait)
 
         def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int],
                   why: str = " (resent at quiescence)") -> None:
@@ -729,10 +792,10 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                                       f"answer in {RESENDS_AT_QUIESCENCE} resends after its lease ran out"))
 
         def teardown(self) -> None:
-            if not self.broken and not self.skip:
-                self.quiesce()
+            if not self.skip:
+                History.teardown(self)
 
-    return History
+    return Focused
 
 
 def _kind(answer: Any) -> str:
