@@ -16,6 +16,13 @@ The handler's surroundings come from the handler's own module globals (a noteboo
 each history), `LEASE_SECONDS` and `RETENTION_SECONDS`; faults are injected on every boto3 table
 and client found there.
 
+Other shapes are subjects: `DebitSubject` (a debit function, notebooks 03-05 and 08; the exercises
+hand it a table of their own), `HttpSubject` (09's endpoint), `OutboxSubject` (10's handler on
+Postgres), and `RecordSubject` for a write that is not money (01's status update, 02's sign-up),
+held to *truthful* and *live* only. `check_handler`'s options match a design to what it promises:
+`keys_reused=False` (one payload per key), `one_at_a_time=True` (no interleaving, no old key after
+a newer: ABA kept out), and `shrink=<n>` (a budget for shortening the counterexample).
+
 A handler that keeps no record of its keys, defined where its `db`, `wallets` and `provider` are:
 
     >>> import json, helpers
@@ -32,7 +39,7 @@ A handler that keeps no record of its keys, defined where its `db`, `wallets` an
     >>> print(verdict)
     pay breaks once: wallet 'alice': debited 30, charged 20, but the answers said 20 was paid
     the first history found (not shrunk):
-      1. shop-a sends k2 (10 from alice) as inv-2, crashing at step 2, write 4's answer lost -> 201
+      1. shop-a sends k2 (10 from alice) as inv-2 -> 201 ch_0001
     ...
     >>> verdict.broken, verdict.history[0]["caller"]
     ('once', 'shop-a')
@@ -50,8 +57,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from .dynamodb_errors import (
@@ -69,7 +78,12 @@ from .specification import (
     BOUND,
     FINAL,
     LIVE,
+    NOTHING_WRITTEN,
+    ONCE,
     PROPERTIES,
+    SUCCESS,
+    TRUTHFUL,
+    UNKNOWN,
     Operation,
     Violation,
     check_answer,
@@ -77,7 +91,8 @@ from .specification import (
     classify,
     in_words,
 )
-from .tables import open_wallet
+from .tables import open_wallet as _open_wallet
+from .tables import read_balance as _read_balance
 
 WALLETS = {"alice": 1000, "bob": 1000}
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
@@ -86,6 +101,24 @@ ANSWERS = (CONFLICT, THROTTLED, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED)
 RESENDS_AT_QUIESCENCE = 4
 SEED = 5            # the histories a check sends, unless `seed_search` (issue 23: see check_handler)
 _TAGS = itertools.count(1)   # each history's keys are new to the table, across checks sharing one table
+
+
+class _Search:
+    """The search's budget for shrinking: after `limit` more histories than the one that first broke a property,
+    every further history is skipped (it passes at once), and the shortest broken history found so far is the
+    counterexample. `limit` None: shrink as far as hypothesis goes."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.found_at, self.best = limit, None, None
+
+    def spent(self, run: int) -> bool:
+        return self.limit is not None and self.found_at is not None and run >= self.found_at + self.limit
+
+    def offer(self, violation: Violation, run: int) -> None:
+        if self.found_at is None:
+            self.found_at = run
+        if self.best is None or len(violation.history) <= len(self.best.history):
+            self.best = violation
 
 
 class Crash(BaseException):
@@ -152,12 +185,21 @@ class Subject:
     """A 06-shaped handler and its surroundings, read from its module globals.
 
     Other shapes (a debit function, a handler on Postgres) subclass it: the machine only calls `begin`, `call`,
-    `money`, `drain` and `arm`, and reads `clock`, `lease`, `retention`, `faults` and `interleaves`.
+    `money`, `drain`, `arm` and `words`, and reads `clock`, `lease`, `retention`, `faults`, `interleaves` and
+    the attributes below, which narrow the search for a subject that needs less of it (an exercise's few
+    seconds): `invocations`, `crashes` and `waits` False leave out what does not reach the handler,
+    `writes` bounds which of a request's writes a fault falls on, `faults_alike` draws each fault alike.
     """
 
     faults = ("lost", "answer", "in progress", "provider down")   # what can go wrong around one request
     interleaves = True                                             # a duplicate may arrive at a hook step
-    hooks = True                                                   # it calls hook(step): a crash can fall there
+    opening: dict[str, int] = WALLETS                              # each wallet's balance as a history begins
+    invocations = True                                             # the handler is told its invocation ID
+    crashes = True                                                 # it calls `hook(step)`: a crash can fall there
+    waits = True                                                   # leases and retention windows matter to it
+    writes = 5                                                     # a fault falls on one of a request's first 5
+    faults_alike = False     # True: every fault (and none) drawn alike from one list, not its kind first -- a short
+                             # search (an exercise's) then meets each one soon
 
     def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
         self.handler, self.g = handler, getattr(handler, "__globals__", {})
@@ -196,7 +238,7 @@ class Subject:
         self.run += 1
         self.provider = self.g["provider"] = PaymentProvider(self.clock)
         for wallet, balance in WALLETS.items():
-            open_wallet(self.wallets, wallet, balance)
+            _open_wallet(self.wallets, wallet, balance)
 
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
@@ -210,7 +252,7 @@ class Subject:
     def money(self) -> dict[str, int]:
         """Money moved so far in this history: debited per wallet (read back) and, with a provider, charged."""
         balances = self.balances()
-        moved = {f"{w} debited": WALLETS[w] - balances[w] for w in WALLETS}
+        moved = {f"{w} debited": self.opening[w] - balances[w] for w in self.opening}
         if self.provider is not None:
             for w in WALLETS:
                 moved[f"{w} charged"] = sum(c.amount for c in self.provider.made if c.wallet_id == w)
@@ -218,6 +260,10 @@ class Subject:
 
     def drain(self) -> None:
         """At quiescence: let any background worker finish (a handler with an outbox overrides it)."""
+
+    def words(self, answer: Any) -> str:
+        """An answer in a few words, for the history."""
+        return in_words(answer)
 
     def arm(self, fault: tuple | None) -> None:
         kind = fault[0] if fault else None
@@ -246,23 +292,41 @@ class DebitSubject(Subject):
     """A debit function shaped like notebooks 03-05's, `debit(table, wallet, amount, request_id)`, as a handler.
 
     The request ID is the caller's key; there is no provider, so *once* compares the money debited with the
-    amounts answered success. `answer(result)` turns what the debit returned into a response (default: any
-    return is success -- "debited" and "already debited" alike); an exception is the caller's answer as it is.
+    amounts answered success. `answer(result, payload)` turns what the debit returned into a response (default:
+    any return is success -- "debited" and "already debited" alike); an exception is the caller's answer as it is.
+
+    Its surroundings -- `db` (the clock), `table` (the wallets), and `open_wallet`/`read_balance` if the table
+    keeps wallets its own way -- come from the debit's module globals (a notebook's namespace), or are given:
+    an exercise checker hands in a fresh table of its own, ``DebitSubject(my_debit, table=t, db=db)``, and
+    `key`, the wallet's item key (``{"pk": wallet_id}`` unless given; ``{"pk": ..., "sk": "wallet"}`` in
+    notebooks 04, 05 and 08). `opening` sets each wallet's balance as a history begins (a small one lets an
+    overdraft guard refuse).
     """
 
     faults = ("lost", "answer", "in progress")
-    interleaves = hooks = False
+    interleaves = False
+    invocations = False          # a debit has no invocation ID: the histories leave it out
+    crashes = False              # nor a hook: no crash can fall inside it
 
     def __init__(self, debit: Callable[..., Any], name: str | None = None,
-                 answer: Callable[[Any, dict[str, Any]], Any] | None = None) -> None:
+                 answer: Callable[[Any, dict[str, Any]], Any] | None = None, *, table: Any = None, db: Any = None,
+                 key: Callable[[str], dict[str, str]] | None = None, opening: dict[str, int] | None = None) -> None:
         g = getattr(debit, "__globals__", {})
-        missing = [n for n in ("db", "table") if n not in g]
+        given = {"db": db, "table": table}
+        missing = [n for n in ("db", "table") if given[n] is None and n not in g]
         if missing:
-            raise ValueError(f"the debit's module has no {', '.join(missing)}: define them there")
+            raise ValueError(f"the debit's module has no {', '.join(missing)}: define them there, or pass them")
+        db, table = (given[n] if given[n] is not None else g[n] for n in ("db", "table"))
         self.debit, self.answer, self.handler, self.g = debit, answer or _debited, debit, g
         self.name = name or getattr(debit, "__name__", "debit")
-        self.clock, self.wallets, self.reader = g["db"].clock, g["table"], g["db"].client()
-        self.open_wallet = g.get("open_wallet", open_wallet)
+        self.clock, self.wallets, self.reader = db.clock, table, None
+        self.key = key if key is not None or given["table"] is None else (lambda wallet: {"pk": wallet})
+        self.open_wallet = g.get("open_wallet", _open_wallet) if self.key is None else self._open
+        self.read_balance = g.get("read_balance", _read_balance)
+        if opening is not None:
+            if set(opening) != set(WALLETS):
+                raise ValueError(f"opening gives a balance to each of {', '.join(WALLETS)}, got {sorted(opening)}")
+            self.opening = dict(opening)
         self.lease, self.retention = 30.0, 24 * 3600.0
         self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
         self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
@@ -270,24 +334,36 @@ class DebitSubject(Subject):
         self.clients, self.run, self.provider = [_client(self.wallets)], 0, None
         self.wallet_key: dict[str, Any] | None = None
 
+    def _open(self, table: Any, wallet: str, balance: int) -> None:
+        table.put_item(Item={**self.key(wallet), "balance": balance})
+
     def begin(self) -> None:
         self.run += 1
-        for wallet, balance in WALLETS.items():
+        for wallet, balance in self.opening.items():
             self.open_wallet(self.wallets, wallet, balance)
 
     def balances(self) -> dict[str, int]:
-        """Every wallet's balance in one strongly consistent read (the lessons' wallet item: sk "wallet", if any)."""
-        if self.wallet_key is None:
+        """Every wallet's balance in one strongly consistent read (not a write: no fault falls on it)."""
+        if self.key is None:     # the notebook's own wallet item: (pk) in 03, (pk, sk="wallet") in 04, 05 and 08
             ranged = any(k["KeyType"] == "RANGE" for k in self.wallets.key_schema)
-            self.wallet_key = {"sk": {"S": "wallet"}} if ranged else {}
-        got = self.reader.batch_get_item(RequestItems={self.wallets.name: {
-            "Keys": [{"pk": {"S": w}, **self.wallet_key} for w in WALLETS], "ConsistentRead": True}})
-        return {item["pk"]["S"]: int(item["balance"]["N"]) for item in got["Responses"][self.wallets.name]}
+            self.key = (lambda wallet: {"pk": wallet, "sk": "wallet"}) if ranged else (lambda wallet: {"pk": wallet})
+        got = self.wallets.meta.client.batch_get_item(RequestItems={self.wallets.name: {
+            "Keys": [self.key(wallet) for wallet in self.opening], "ConsistentRead": True}})
+        return {item["pk"]: int(item["balance"]) for item in got["Responses"][self.wallets.name]}
 
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
         result = self.debit(self.wallets, payload["wallet"], payload["amount"], f"{caller[-1]}-{key}")
-        return self.answer(result, payload)
+        response = self.answer(result, payload)
+        self.returned = (response, result)
+        return response
+
+    def words(self, answer: Any) -> str:
+        """What the debit itself returned ('already applied'), or the error it raised (its code, for DynamoDB's)."""
+        response, result = getattr(self, "returned", (None, None))
+        if answer is response and response is not None:
+            return repr(result)
+        return said(answer)
 
 
 class HttpSubject(Subject):
@@ -300,7 +376,8 @@ class HttpSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress", "provider down")
-    interleaves = hooks = False
+    interleaves = False
+    crashes = False              # it never calls hook(step): no crash can fall inside it
     CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
     OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}
 
@@ -385,6 +462,144 @@ class OutboxSubject(Subject):
         return fault is not None     # the provider's failures fall on the worker's later calls
 
 
+class RecordSubject:
+    """A write that is not money -- a status update, a sign-up -- held to the *truthful* and *live* parts.
+
+    A subclass says how to call the reader's function (`call`), which requests a history draws from
+    (`requests`: the function's arguments after the table), how the history starts (`begin`), and how to read
+    back the item a request writes (`read`) and tell whether it holds that request's write (`holds`). Its
+    answers are the function's: a return value in `success` says the write is there; an exception named in
+    `refusing` (or `BadInput`) says nothing was written; anything else says nothing -- the caller sends again.
+    `describe(request)` and `show(item)` word them for a history. The write's client gets lost responses and
+    DynamoDB's failure answers (`faults`), on whichever write a history picks.
+
+    At each answer: a success must find the item holding the write (read back); a refusal must find the item
+    as it was. At the end, every request without a final answer is sent again until it gets one (*live*).
+    *Once* and *bound* are about money and payloads: not tried here.
+    """
+
+    faults = ("lost", "answer")
+    writes = 1                         # a fault falls on the request's write
+    faults_alike = True                # each fault (and none) drawn alike
+    requests: tuple[tuple, ...] = ()
+    success: tuple[Any, ...] = ("applied", "already applied")
+    refusing: tuple[str, ...] = ()
+
+    def __init__(self, write: Callable[..., Any], table: Any, name: str | None = None) -> None:
+        self.write, self.table, self.name = write, table, name or getattr(write, "__name__", "write")
+        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
+        self.run = 0
+
+    def begin(self) -> None:
+        """A new history: the table as every history starts it."""
+
+    def call(self, request: tuple) -> Any:
+        return self.write(self.table, *request)
+
+    def read(self, request: tuple) -> Any:
+        raise NotImplementedError
+
+    def holds(self, item: Any, request: tuple) -> bool:
+        raise NotImplementedError
+
+    def describe(self, request: tuple) -> str:
+        return ", ".join(map(repr, request))
+
+    def show(self, item: Any) -> str:
+        return repr(item)
+
+    def kind(self, answer: Any) -> str:
+        """The specification's kind of answer: success, refused (nothing written), or unknown."""
+        if isinstance(answer, BaseException):
+            return classify(answer, self.refusing)
+        return SUCCESS if answer in self.success else UNKNOWN
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[RecordSubject]:
+        for schedule in (self.lost, self.errors):
+            schedule.install(self.table)
+        try:
+            yield self
+        finally:
+            for schedule in (self.errors, self.lost):
+                schedule.uninstall()
+
+    def arm(self, fault: tuple | None) -> None:
+        kind = fault[0] if fault else None
+        self.lost.restart(at={fault[1]} if kind == "lost" else ())
+        self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
+
+
+def said(answer: Any) -> str:
+    """What a function answered, in a few words: its return value, or the error it raised (DynamoDB's code)."""
+    if isinstance(answer, ClientError):
+        error = answer.response.get("Error", {}).get("Code", "ClientError")
+        reasons = [r.get("Code", "") for r in answer.response.get("CancellationReasons", [])]
+        return error + (f" [{', '.join(reasons)}]" if reasons else "")
+    return in_words(answer) if isinstance(answer, BaseException) else repr(answer)[:60]
+
+
+def _record_machine(subject: RecordSubject, search: _Search | None = None) -> type[RuleBasedStateMachine]:
+    """Histories of one record's writes: requests in any order, a fault on any write of each, then resends."""
+    faults, search = _faults_for(subject), search or _Search(None)
+
+    class Writes(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.said: list[dict[str, Any]] = []
+            self.pending: list[tuple] = []          # requests whose last answer was not final, in order
+            self.broken, self.skip = False, search.spent(subject.run)
+            if not self.skip:
+                subject.run += 1
+                subject.begin()
+
+        def fail(self, prop: str, sentence: str) -> None:
+            self.broken = True
+            violation = Violation(prop, sentence, self.said)
+            search.offer(violation, subject.run)
+            raise violation
+
+        def send(self, request: tuple, fault: tuple | None, what: str) -> str:
+            before = subject.read(request)
+            subject.arm(fault)
+            try:
+                answer = subject.call(request)
+            except Exception as error:  # noqa: BLE001 - the reader's answer, whatever it is
+                answer = error
+            finally:
+                subject.arm(None)
+            after, kind = subject.read(request), subject.kind(answer)
+            self.said.append({"said": f"a caller sends {subject.describe(request)}{what} -> {said(answer)}"})
+            if kind == SUCCESS and not subject.holds(after, request):
+                self.fail(TRUTHFUL, f"the answer {said(answer)} says {subject.describe(request)} was written, "
+                                    f"but reading it back finds {subject.show(after)}")
+            if kind in NOTHING_WRITTEN and after != before:
+                self.fail(TRUTHFUL, f"the answer {said(answer)} says nothing was written, but the item went "
+                                    f"from {subject.show(before)} to {subject.show(after)}")
+            if request in self.pending:
+                self.pending.remove(request)
+            if kind not in FINAL:
+                self.pending.append(request)
+            return kind
+
+        @rule(request=st.sampled_from(subject.requests), fault=faults)
+        def write(self, request: tuple, fault: tuple | None) -> None:
+            if not self.skip:
+                self.send(request, fault, _record_fault_words(fault))
+
+        def teardown(self) -> None:
+            while self.pending and not self.broken:
+                request = self.pending[0]
+                for _ in range(RESENDS_AT_QUIESCENCE):
+                    if self.send(request, None, " (resent at the end)") in FINAL:
+                        break
+                else:
+                    self.fail(LIVE, f"{subject.describe(request)} got no final answer in {RESENDS_AT_QUIESCENCE} "
+                                    f"resends")
+
+    return Writes
+
+
 def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
     return {"status": 201, "body": json.dumps({"debited": payload["amount"], "from": payload["wallet"]})}
 
@@ -396,29 +611,45 @@ def _client(value: Any) -> Any:
     return client if hasattr(client, "_endpoint") else None
 
 
-def _requests(keys_reused: bool) -> st.SearchStrategy:
+def _requests(keys_reused: bool, invocations: bool = True) -> st.SearchStrategy:
     """(caller, key, (wallet, amount), invocation); with `keys_reused` False, a key always carries one payload."""
     payloads = st.sampled_from(PAYLOADS)
+    invocation = st.sampled_from(INVOCATIONS) if invocations else st.just(INVOCATIONS[0])
     if keys_reused:
-        return st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(KEYS), payloads,
-                         st.sampled_from(INVOCATIONS))
+        return st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(KEYS), payloads, invocation)
     return st.builds(lambda caller, n, invocation: (caller, KEYS[n], PAYLOADS[n], invocation),
-                     st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.integers(0, len(KEYS) - 1),
-                     st.sampled_from(INVOCATIONS))
+                     st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.integers(0, len(KEYS) - 1), invocation)
 
 
 steps = st.one_of(st.none(), st.integers(0, 3))
 
 
 def _faults_for(subject: Subject) -> st.SearchStrategy:
-    kinds = {"lost": st.tuples(st.just("lost"), st.integers(0, 4)),
-             "answer": st.tuples(st.just("answer"), st.integers(0, 4), st.sampled_from(ANSWERS)),
-             "in progress": st.tuples(st.just("in progress"), st.integers(0, 2), st.booleans()),  # applied?
+    last = subject.writes - 1          # a fault falls on one of the request's first `writes` writes
+    if subject.faults_alike:
+        listed = {"lost": [("lost", n) for n in range(last + 1)],
+                  "answer": [("answer", n, kind) for n in range(last + 1) for kind in ANSWERS],
+                  "in progress": [("in progress", n, applied) for n in range(min(2, last) + 1)
+                                  for applied in (False, True)],
+                  "provider down": [("provider down", 1), ("provider down", 2)]}
+        return st.sampled_from([None, *(fault for k in subject.faults for fault in listed[k])])
+    kinds = {"lost": st.tuples(st.just("lost"), st.integers(0, last)),
+             "answer": st.tuples(st.just("answer"), st.integers(0, last), st.sampled_from(ANSWERS)),
+             "in progress": st.tuples(st.just("in progress"), st.integers(0, min(2, last)), st.booleans()),  # applied?
              "provider down": st.tuples(st.just("provider down"), st.integers(1, 2))}
     return st.one_of(st.none(), *(kinds[k] for k in subject.faults))
 
 
-def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]:
+def _one_at_a_time(invocations: bool = True) -> st.SearchStrategy:
+    """(caller, "next" or "copy", (wallet, amount), invocation): the machine names the key (see `in_turn`)."""
+    return st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(["next", "copy"]),
+                     st.sampled_from(PAYLOADS),
+                     st.sampled_from(INVOCATIONS) if invocations else st.just(INVOCATIONS[0]))
+
+
+def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
+             search: _Search | None = None) -> type[RuleBasedStateMachine]:
+    search = search or _Search(None)
     faults, requests = _faults_for(subject), _requests(keys_reused)
     # meanwhile: at the attempt's n-th step another request arrives -- a copy of it (the commonest duplicate: a
     # client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
@@ -476,7 +707,7 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
                               "crashed_at": str(answer) if type(answer).__name__ == "Crash" else None,
                               "kind": classify(answer)})
 
-        @rule(request=requests, crash_at=steps if subject.hooks else st.none(), fault=faults, during=during)
+        @rule(request=requests, crash_at=steps if subject.crashes else st.none(), fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
             seen, nested_moved, crashed = [0], {}, []
             if getattr(subject, "one_call_per_key", False):   # issue 23: a client makes its own key per call,
@@ -544,7 +775,8 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
             except Violation as violation:
                 self.fail(violation, at_last_step=False)     # money at quiescence: no one answer broke it
 
-        def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int]) -> None:
+        def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int],
+                  why: str = " (resent at quiescence)") -> None:
             request = (caller, key, payload, "quiesce")
             if getattr(subject, "one_call_per_key", False):      # issue 23: a client's call cannot be resent
                 self.fail(Violation(LIVE, f"{caller}'s payment {key!r} ({payload[1]} from {payload[0]!r}) got no "
@@ -553,7 +785,7 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
             for _ in range(RESENDS_AT_QUIESCENCE):
                 before = self.last
                 answer = self.call(request, lambda step: None)
-                self.note(request, answer, " (resent at quiescence)")
+                self.note(request, answer, why)
                 self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()})
                 if _kind(answer) in FINAL:
                     return
@@ -565,7 +797,82 @@ def _machine(subject: Subject, keys_reused: bool) -> type[RuleBasedStateMachine]
             if not self.broken:
                 self.quiesce()
 
-    return History
+
+    # What narrows or budgets the search is a subclass (the histories come from the fixed SEED, not the source).
+    focused = (one_at_a_time or search.limit is not None or not subject.invocations or not subject.waits
+               or not subject.crashes)
+    if not focused:
+        return History
+    narrowed = _one_at_a_time(subject.invocations) if one_at_a_time else _requests(keys_reused, subject.invocations)
+    meanwhile = st.none() if one_at_a_time else during
+    crash_steps = steps if subject.crashes else st.none()
+
+    class Focused(History):
+        """History, narrowed and budgeted: one request at a time (`one_at_a_time`), no crash where the handler
+        has no hook, no invocation ID or wait where it means nothing, and a budget for shrinking (`search`)."""
+
+        def __init__(self) -> None:
+            self.skip = search.spent(subject.run)        # the shrinking budget is spent: this history passes
+            if self.skip:
+                RuleBasedStateMachine.__init__(self)
+                self.broken = False
+                return
+            super().__init__()
+            self.current: tuple[str, str, tuple[str, int]] | None = None   # one at a time: the request in hand
+            self.keys = 0                                                   # one at a time: keys sent so far
+
+        def fail(self, violation: Violation, at_last_step: bool = True) -> None:
+            if at_last_step and self.said:
+                self.said[-1]["broken"] = True
+            violation.history = list(self.said)
+            search.offer(violation, subject.run)
+            History.fail(self, violation, at_last_step)
+
+        def note(self, request: tuple, answer: Any, what: str = "", when: str = "", fault: tuple | None = None,
+                 crash_at: int | None = None) -> None:
+            History.note(self, request, answer, what, when, fault, crash_at)
+            caller, key, (wallet, amount), invocation = request
+            as_, words = f" as {invocation}" if subject.invocations else "", subject.words(answer)
+            self.said[-1].update(answer=words,
+                                 said=f"{caller} sends {key} ({amount} from {wallet}){as_}{what} -> {words}")
+
+        def in_turn(self, drawn: tuple) -> tuple:
+            """One request at a time: a copy of the request in hand, or the next one -- after the one in hand got
+            a final answer (resent until then), and never to be sent again (so no older key follows a newer)."""
+            caller, which, payload, invocation = drawn
+            if which == "copy" and self.current is not None:
+                caller, key, first = self.current
+                return caller, key, payload if keys_reused else first, invocation
+            if self.current is not None:
+                caller_, key_, _ = self.current
+                op = self.ops[(caller_, key_)]
+                for pending in sorted(op.pending):
+                    self.drive(caller_, key_, op, pending, " (resent before the next request)")
+            self.keys += 1
+            self.current = (caller, f"k{self.keys}", payload)
+            return caller, f"k{self.keys}", payload, invocation
+
+        @rule(request=narrowed, crash_at=crash_steps, fault=faults, during=meanwhile)
+        def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
+            if self.skip:
+                return
+            History.send(self, self.in_turn(request) if one_at_a_time else request, crash_at, fault, during)
+
+        def wait(self, span: str) -> None:
+            if self.skip:
+                return
+            History.wait(self, span)
+            if span == "retention":
+                self.current = None                      # the keys sent from now on are new ones
+
+        if subject.waits:            # a rule only where time matters (leases, retention windows)
+            wait = rule(span=st.sampled_from(["lease", "retention"]))(wait)
+
+        def teardown(self) -> None:
+            if not self.skip:
+                History.teardown(self)
+
+    return Focused
 
 
 def _first_violation(group: BaseExceptionGroup) -> Violation | None:
@@ -577,8 +884,14 @@ def _first_violation(group: BaseExceptionGroup) -> Violation | None:
 
 
 def _kind(answer: Any) -> str:
-    from .specification import classify
     return classify(answer)
+
+
+def _record_fault_words(fault: tuple | None) -> str:
+    if fault is None:
+        return ""
+    write = "its write" if fault[1] == 0 else f"write {fault[1]}"
+    return f", {write}'s answer lost" if fault[0] == "lost" else f", DynamoDB answers {write} with {fault[2]}"
 
 
 def _fault_words(fault: tuple | None) -> str:
@@ -651,20 +964,32 @@ def _history_events(history: list[dict[str, Any]], store: str, sentence: str) ->
     return frame, [*callers, "handler", *(lane for lane in (store, "provider") if lane in used)]
 
 
-def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: int = 6, name: str | None = None,
-                  seed_search: bool = False, shrink: bool = True, keys_reused: bool = True) -> Verdict:
+def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, histories: int = 100, steps: int = 6,
+                  name: str | None = None, seed_search: bool = False, shrink: bool | int = True,
+                  keys_reused: bool = True, one_at_a_time: bool = False) -> Verdict:
     """Send `handler` `histories` generated histories (deterministic unless `seed_search`); return the Verdict.
 
-    With `shrink=False` the first failing history is returned as found, not shortened (faster). With
+    With `shrink=False` the first failing history is returned as found, not shortened (faster); with a number,
+    shrinking may spend that many more histories, and the shortest failing one found by then is returned (an
+    exercise's budget of seconds). With
     `keys_reused=False` no caller ever sends one key with two payloads (for designs that give up *bound* on
-    purpose: what else do they hold?).
+    purpose: what else do they hold?). With `one_at_a_time=True` the callers send one request at a time: each
+    is resent until it gets a final answer before the next is sent, and a key, once another was sent after it,
+    is never sent again -- no interleaving, and no old key after a newer one (for designs that remember only
+    the last key, `last_request_id`, which give up *once* under ABA on purpose: what do they hold without it?).
+    A `RecordSubject` (a write that is not money) is held to *truthful* and *live* only; the key options do
+    not apply to it.
     """
-    if not callable(handler) and not isinstance(handler, Subject):
+    if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):
         raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")
     if isinstance(histories, bool) or not isinstance(histories, int) or histories < 1:
         raise ValueError(f"histories must be a whole number >= 1, got {histories!r}")
-    subject = handler if isinstance(handler, Subject) else Subject(handler, name)
-    machine, subject.run = _machine(subject, keys_reused), 0
+    subject = handler if isinstance(handler, (Subject, RecordSubject)) else Subject(handler, name)
+    record = isinstance(subject, RecordSubject)
+    search = _Search(None if isinstance(shrink, bool) else shrink)
+    machine = (_record_machine(subject, search) if record else
+               _machine(subject, keys_reused, one_at_a_time, search))
+    subject.run = 0
     if not seed_search:    # issue 23: a fixed seed, not derandomize's digest of the machine's source, so the
         machine = seed(SEED)(machine)   # histories (and the notebooks' outputs) stay put when the checker is edited
     config = settings(max_examples=histories, stateful_step_count=steps, deadline=None, derandomize=not seed_search,
@@ -674,17 +999,18 @@ def check_handler(handler: Callable[..., Any], *, histories: int = 100, steps: i
     with subject.installed():
         try:
             run_state_machine_as_test(machine, settings=config)
-        except Violation as violation:
-            return _found(subject, violation, shrink)
-        except BaseExceptionGroup as group:   # hypothesis could not replay the failure exactly (FlakyFailure):
-            violation = _first_violation(group)   # the history that failed is still a real counterexample
+        except (Violation, Flaky, BaseExceptionGroup) as error:
+            # Flaky: the budget cut shrinking short (the final replay of the shortest history was skipped), or
+            # hypothesis could not replay a failure exactly: the history that failed is still a real counterexample
+            violation = error if isinstance(error, Violation) else search.best or (
+                _first_violation(error) if isinstance(error, BaseExceptionGroup) else None)
             if violation is None:
                 raise
             return _found(subject, violation, shrink)
-    return Verdict(subject.name, subject.run, untried=() if keys_reused else (BOUND,),
+    return Verdict(subject.name, subject.run, untried=(ONCE, BOUND) if record else () if keys_reused else (BOUND,),
                    store=getattr(subject, "store", "DynamoDB"))
 
 
-def _found(subject: Subject, violation: Violation, shrink: bool) -> Verdict:
+def _found(subject: Any, violation: Violation, shrink: bool | int) -> Verdict:
     return Verdict(subject.name, subject.run, violation.prop, violation.sentence, violation.history,
-                   store=getattr(subject, "store", "DynamoDB"), shrunk=shrink)
+                   store=getattr(subject, "store", "DynamoDB"), shrunk=shrink is not False)

@@ -65,20 +65,29 @@ class Violation(AssertionError):
         self.prop, self.sentence, self.history = prop, sentence, list(history or [])
 
 
-def classify(answer: Any) -> str:
-    """Which kind of answer a caller got: a response dict, or the exception the call raised."""
+def classify(answer: Any, refusing: tuple[str, ...] = ()) -> str:
+    """Which kind of answer a caller got: a response dict, or the exception the call raised.
+
+    `refusing` names further exceptions that say *nothing was written* (a lesson's own, such as notebook 01's
+    `StaleUpdate` or 02's `UsernameTaken`): refusals too.
+    """
     if isinstance(answer, Mapping) and isinstance(answer.get("status"), int):
         status = answer["status"]
         if 200 <= status < 300:
             return SUCCESS
         return {422: MISMATCH, 409: IN_PROGRESS}.get(status, REFUSED if 400 <= status < 500 else UNKNOWN)
-    if isinstance(answer, (BadInput, WalletNotFound)) or type(answer).__name__ in REFUSING_ERRORS:
+    if isinstance(answer, (BadInput, WalletNotFound)) or type(answer).__name__ in (*REFUSING_ERRORS, *refusing):
         return REFUSED
     return UNKNOWN
 
 
 def in_words(answer: Any) -> str:
-    """An answer in a few words, for a history: `201 {"charge": ...}`, `422`, `ProviderUnavailable`."""
+    """An answer in a few words, for a history: `201 {"charge": ...}`, `422`, `ProviderUnavailable`.
+
+    A response may carry `said`: the handler's own words for it (an exercise's `'insufficient funds'`).
+    """
+    if isinstance(answer, Mapping) and "said" in answer:
+        return str(answer["said"])
     if isinstance(answer, Mapping) and "status" in answer:
         if not 200 <= answer["status"] < 300:
             return str(answer["status"])

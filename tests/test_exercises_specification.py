@@ -123,7 +123,8 @@ def test_07_the_starter_keyed_on_the_message_id_breaks_once_under_a_producer_res
                       lesson("solutions/07_event_sources_solution.ipynb"))["my_consumer"]
     held = consumer_held(starter, db=db)
     assert held.broken == "once", str(held)
-    assert {step["invocation"] for step in held.history} >= {"inv-1", "inv-2"}, str(held)   # two MessageIds
+    # two MessageIds for one operation: the producer's resend (another invocation, or the resend at quiescence)
+    assert len({step["invocation"] for step in held.history if "invocation" in step}) >= 2, str(held)
 
 
 def test_07_the_specifications_counterexample_is_the_exercises_not_yet(db, monkeypatch):

@@ -73,3 +73,22 @@ def test_09_post_payments_over_http_holds_every_property():
         nb["server"].stop()
     report(verdict)
     assert verdict.broken is None, str(verdict)
+
+
+@pytest.mark.parametrize("keys_reused, gives_up", [(False, None), (True, BOUND)],
+                         ids=["one-payload-per-operation", "operation-ids-reused"])
+def test_07_the_consumer_keyed_by_the_producers_operation_id(keys_reused, gives_up):
+    """07's consumer as a handler: each request one delivery of a message whose operation ID is the key (a resend
+    is SQS delivering it again, or the producer resending). Its marker keeps no payload: an operation ID reused
+    for another amount is applied as a duplicate (bound, given up on purpose, as 05's ledger)."""
+    nb = lesson("07_event_sources.ipynb")
+    nb["new_wallet"]()                                   # the lesson's own table, from nothing
+
+    def consume(table, wallet, amount, operation_id):
+        return nb["debit_by_operation"]({"operation_id": operation_id, "wallet": wallet, "amount": amount})
+
+    subject = DebitSubject(consume, name="07 debit_by_operation", table=nb["wallets"], db=nb["db"])
+    verdict = check_handler(subject, histories=(150 if BACKEND == "moto" else 50) if gives_up is None else 300,
+                            keys_reused=keys_reused, shrink=False)
+    report(verdict)
+    assert verdict.broken == gives_up, str(verdict)

@@ -4,6 +4,8 @@ A counterexample is one long sentence; printed as one line it runs off the right
 rendered notebook, and the part that matters ("expected 80, your debit left 60") is the part
 cut off. `shown(check)` wraps a checker so that the `Verdict` it returns *displays* wrapped;
 its `message` and `str()` stay one line, so code that searches them is unaffected.
+`shown_by_line(check)` does the same for a checker whose message has lines of its own (a
+counterexample, then the shortest history that shows it): each line is wrapped on its own.
 """
 
 from __future__ import annotations
@@ -32,5 +34,24 @@ def shown(check: Callable[..., Verdict]) -> Callable[..., ShownVerdict]:
     def wrapper(*args: Any, **kwargs: Any) -> ShownVerdict:
         verdict = check(*args, **kwargs)
         return ShownVerdict(verdict.passed, verdict.message)
+
+    return wrapper
+
+
+class LinedVerdict(ShownVerdict):
+    """A `Verdict` whose message keeps its lines when displayed: each is wrapped to `WIDTH` on its own."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text("\n".join(textwrap.fill(line, width=WIDTH, break_long_words=False, break_on_hyphens=False)
+                                for line in str(self).splitlines()))
+
+
+def shown_by_line(check: Callable[..., Verdict]) -> Callable[..., LinedVerdict]:
+    """Decorate a checker whose messages have lines of their own: same checks, displayed line by line."""
+
+    @functools.wraps(check)
+    def wrapper(*args: Any, **kwargs: Any) -> LinedVerdict:
+        verdict = check(*args, **kwargs)
+        return LinedVerdict(verdict.passed, verdict.message)
 
     return wrapper

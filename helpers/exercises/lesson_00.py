@@ -8,7 +8,11 @@ an API Gateway 504, an SQS redelivery), once from the application with
 botocore's own retries resending lost responses, sixteen copies at once, and
 bad input — a payment from a wallet that does not exist included, which must
 raise `WalletNotFound` (a LookupError) and write nothing, not answer "paid".
-It returns one counterexample, or PASS.
+Then it holds the handler to the collection's specification (`helpers.checker`):
+generated histories with lost responses and DynamoDB's failure answers injected,
+one payment at a time (a handler that remembers only the last payment ID gives
+up *once* when an older one comes back: notebook 04). It returns one
+counterexample, or PASS.
 """
 
 from __future__ import annotations
@@ -20,14 +24,26 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, open_wallet, read_balance
-from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot, verdict
+from .display import shown_by_line
+from .verdict import (
+    Counterexample,
+    Specification,
+    Verdict,
+    answer,
+    debit_subject,
+    expect_bad_input,
+    raised,
+    resend,
+    run_prefix,
+    snapshot,
+    verdict,
+)
 
 Handler = Callable[[Any, dict], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-00", "alice", 100, 10, 3, 16
 
 
-@shown
+@shown_by_line
 def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `handler(table, request)` safe when one payment reaches it more than once? Returns a `Verdict`."""
     db = db or connect()
@@ -91,8 +107,15 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
             raise Counterexample(f"a payment from a wallet that does not exist should raise WalletNotFound and write "
                                  f"nothing — no payment happened; your handler answered {saw}{wrote}.")
 
+    def as_debit(table: Any, wallet: str, amount: int, payment_id: str) -> Any:
+        return handler(table, {"wallet": wallet, "amount": amount, "payment_id": payment_id})
+
+    as_debit.__name__ = getattr(handler, "__name__", "handler")
+    held = Specification(lambda: debit_subject(as_debit, fresh_table(db, TABLE), db, success=({"status": "paid"},)),
+                         "handler", keys_reused=False, one_at_a_time=True)
     return verdict(
-        [sent_twice, sdk_retries, concurrent_copies, bad_input],
-        passed=f"every payment delivered twice, {schedules} lost-response schedules under botocore's own retries, "
-               f"{COPIES} concurrent copies, a missing wallet and bad input all handled.",
+        [sent_twice, sdk_retries, concurrent_copies, bad_input, held],
+        passed=lambda: f"every payment delivered twice, {schedules} lost-response schedules under botocore's own "
+                       f"retries, {COPIES} concurrent copies, a missing wallet and bad input all handled. "
+                       f"{held.passed()}",
     )

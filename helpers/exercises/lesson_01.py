@@ -6,7 +6,12 @@ The update returns "applied" or "already applied" (its own earlier attempt
 committed), and refuses an update older than what the order holds by raising
 (the notebook's `StaleUpdate`), writing nothing. The checker sends updates
 under seeded lost responses, the late-retry order, out-of-order and
-concurrent updates, and bad input.
+concurrent updates, and bad input. Then it holds the update to the *truthful*
+and *live* parts of the collection's specification (`helpers.checker`):
+generated histories of updates with lost responses and DynamoDB's failure
+answers injected, where "applied" and "already applied" must find the order
+holding that update (read back), `StaleUpdate` must find it untouched, and an
+update sent again must get one of those answers.
 """
 
 from __future__ import annotations
@@ -15,17 +20,43 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends import Backend, connect
+from ..checker import RecordSubject
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
+from .display import shown_by_line
+from .verdict import Counterexample, Specification, Verdict, answer, expect_bad_input, raised, resend, verdict
 
 Update = Callable[[Any, str, str, int], Any]
 TABLE, ORDER, STATUSES, COPIES = "exercise-01", "order-1", ("placed", "packed", "shipped"), 16
 
 
-@shown
+class _Updates(RecordSubject):
+    """The reader's update as the checker's subject: one order, updates drawn from three."""
+
+    requests = (("packed", 2), ("shipped", 3), ("placed", 1))
+    refusing = ("StaleUpdate",)
+
+    def begin(self) -> None:
+        self.table.put_item(Item={"pk": ORDER, "status": "placed", "seq": 1})
+
+    def call(self, request: tuple) -> Any:
+        return self.write(self.table, ORDER, *request)
+
+    def read(self, request: tuple) -> Any:
+        return read_item(self.table, {"pk": ORDER})
+
+    def holds(self, item: Any, request: tuple) -> bool:
+        return item is not None and (item.get("status"), item.get("seq")) == request
+
+    def describe(self, request: tuple) -> str:
+        return f"{request[0]} (seq {request[1]})"
+
+    def show(self, item: Any) -> str:
+        return "no order" if item is None else f"{item.get('status')} (seq {item.get('seq')})"
+
+
+@shown_by_line
 def check_order_safe_update(update: Update, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `update(table, order_id, status, seq)` safe to retry and to deliver late? Returns a `Verdict`."""
     db = db or connect()
@@ -101,8 +132,9 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
         for status, seq in (("lost", 2), ("packed", 0), ("packed", -1), ("packed", 2.5), ("packed", "2")):
             expect_bad_input(table, f"status {status!r} with seq {seq!r}", lambda: update(table, ORDER, status, seq))
 
+    held = Specification(lambda: _Updates(update, fresh_table(db, TABLE)), "update")
     return verdict(
-        [prompt_retries, late_retry, out_of_order, concurrent, bad_input],
-        passed=f"{schedules} lost-response schedules, the late retry, out-of-order delivery, {COPIES} concurrent "
-               "updates and bad input all handled.",
+        [prompt_retries, late_retry, out_of_order, concurrent, bad_input, held],
+        passed=lambda: f"{schedules} lost-response schedules, the late retry, out-of-order delivery, {COPIES} "
+                       f"concurrent updates and bad input all handled. {held.passed()}",
     )

@@ -5,7 +5,12 @@ The reader writes `sign_up(table, username, email)`, which creates the item
 "already created" for a retry of the same sign-up; a username that already
 belongs to a different email is an error (raised), and nothing is written.
 The checker sends sign-ups under seeded lost responses, a collision with
-someone else's row, concurrent sign-ups and bad input.
+someone else's row, concurrent sign-ups and bad input. Then it holds the sign-up
+to the *truthful* and *live* parts of the collection's specification
+(`helpers.checker`): generated histories of sign-ups with lost responses and
+DynamoDB's failure answers injected, where "created" and "already created" must
+find the user's item holding that email (read back), `UsernameTaken` must find
+the item untouched, and a sign-up sent again must get one of those answers.
 """
 
 from __future__ import annotations
@@ -14,18 +19,43 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends import Backend, connect
+from ..checker import RecordSubject
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
+from .display import shown_by_line
+from .verdict import Counterexample, Specification, Verdict, answer, expect_bad_input, raised, resend, verdict
 
 SignUp = Callable[[Any, str, str], Any]
 TABLE, COPIES = "exercise-02", 16
 PEOPLE = {"alice": "alice@example.com", "bob": "bob@example.com", "carol": "carol@example.com"}
 
 
-@shown
+class _SignUps(RecordSubject):
+    """The reader's sign-up as the checker's subject: two usernames, and someone else's email for one of them."""
+
+    requests = (("alice", PEOPLE["alice"]), ("alice", "mallory@example.com"), ("bob", PEOPLE["bob"]))
+    success = ("created", "already created")
+    refusing = ("UsernameTaken",)
+
+    def begin(self) -> None:
+        for username in ("alice", "bob"):
+            self.table.delete_item(Key={"pk": username})
+
+    def read(self, request: tuple) -> Any:
+        return read_item(self.table, {"pk": request[0]})
+
+    def holds(self, item: Any, request: tuple) -> bool:
+        return item is not None and item.get("email") == request[1]
+
+    def describe(self, request: tuple) -> str:
+        return f"{request[0]!r} with {request[1]}"
+
+    def show(self, item: Any) -> str:
+        return "no item" if item is None else f"{item['pk']!r} with {item.get('email')}"
+
+
+@shown_by_line
 def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `sign_up(table, username, email)` safe to retry, and does it refuse someone else's row? A `Verdict`."""
     db = db or connect()
@@ -83,8 +113,9 @@ def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int 
             expect_bad_input(table, f"username {username!r} with email {email!r}",
                              lambda: sign_up(table, username, email))
 
+    held = Specification(lambda: _SignUps(sign_up, fresh_table(db, TABLE)), "sign-up")
     return verdict(
-        [lost_responses, someone_elses_row, concurrent, bad_input],
-        passed=f"{schedules} lost-response schedules, someone else's row, {COPIES} concurrent sign-ups and bad input "
-               "all handled.",
+        [lost_responses, someone_elses_row, concurrent, bad_input, held],
+        passed=lambda: f"{schedules} lost-response schedules, someone else's row, {COPIES} concurrent sign-ups and "
+                       f"bad input all handled. {held.passed()}",
     )

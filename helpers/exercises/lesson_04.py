@@ -8,7 +8,11 @@ debit that went through) or "insufficient funds" (declined, nothing taken). Note
 debit)", since `last_request_id` cannot tell a first send from a late copy: both are accepted
 (the checker resends each payment before sending the next, so no copy comes late here).
 The checker sends payments that run the wallet dry under seeded lost
-responses, concurrent copies and concurrent distinct debits, and bad input.
+responses, concurrent copies and concurrent distinct debits, and bad input. Then
+it holds the debit to the collection's specification (`helpers.checker`):
+generated histories on small wallets with lost responses and DynamoDB's failure
+answers injected, one payment at a time (as above: no copy comes late), where
+"insufficient funds" is a refusal -- nothing taken, and the caller told so.
 """
 
 from __future__ import annotations
@@ -20,16 +24,28 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, verdict
+from .display import shown_by_line
+from .verdict import (
+    Counterexample,
+    Specification,
+    Verdict,
+    answer,
+    debit_subject,
+    expect_bad_input,
+    raised,
+    resend,
+    run_prefix,
+    verdict,
+)
 
 Debit = Callable[[Any, str, int, str], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-04", "alice", 50, 20, 4, 16
 WENT_THROUGH, DECLINED = ("applied", "already applied"), "insufficient funds"
 DECLINED_ANSWERS = (DECLINED, "insufficient funds (unless applied before another debit)")
+OPENING = {"alice": 100, "bob": 20}       # the generated histories' wallets: small, so that payments run them dry
 
 
-@shown
+@shown_by_line
 def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Does `debit(table, wallet_id, amount, request_id)` tell a duplicate from insufficient funds? A `Verdict`."""
     db = db or connect()
@@ -92,10 +108,13 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
             raise Counterexample(f"a debit from a wallet that does not exist should raise WalletNotFound and write "
                                  f"nothing; your debit answered {saw}.")
 
+    held = Specification(lambda: debit_subject(debit, fresh_table(db, TABLE, sort_key="sk"), db, wallet_sort_key=True,
+                                               refused=DECLINED_ANSWERS, opening=OPENING),
+                         "debit", keys_reused=False, one_at_a_time=True)
     return verdict(
-        [lost_responses, concurrent, bad_input],
-        passed=f"{schedules} lost-response schedules running the wallet dry, {COPIES} concurrent copies, {COPIES} "
-               "concurrent distinct debits and bad input all handled.",
+        [lost_responses, concurrent, bad_input, held],
+        passed=lambda: f"{schedules} lost-response schedules running the wallet dry, {COPIES} concurrent copies, "
+                       f"{COPIES} concurrent distinct debits and bad input all handled. {held.passed()}",
     )
 
 

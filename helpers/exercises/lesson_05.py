@@ -5,7 +5,11 @@ table (the wallet is ``pk=wallet_id, sk="wallet"``; markers may live beside it).
 It answers "applied" or "already applied", and raises `WalletNotFound` for a
 wallet that does not exist, writing nothing. The checker delivers requests in
 ABA orders (a late retry after other requests), the same orders under seeded
-lost responses, sixteen concurrent copies, and bad input.
+lost responses, sixteen concurrent copies, and bad input. Then it holds the debit
+to the collection's specification (`helpers.checker`): generated histories, in
+any order, with lost responses and DynamoDB's failure answers injected
+(TransactionInProgress included), one amount per request ID -- the marker keeps
+no payload.
 """
 
 from __future__ import annotations
@@ -19,8 +23,20 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, run_prefix, snapshot, verdict
+from .display import shown_by_line
+from .verdict import (
+    Counterexample,
+    Specification,
+    Verdict,
+    answer,
+    debit_subject,
+    expect_bad_input,
+    raised,
+    resend,
+    run_prefix,
+    snapshot,
+    verdict,
+)
 
 Debit = Callable[[Any, str, int, str], Any]
 TABLE, WALLET, START, COPIES = "exercise-05", "alice", 100, 16
@@ -29,7 +45,7 @@ ORDERS = (["A", "B", "A"], ["A", "B", "C", "B", "A"], ["A", "A", "B", "C", "C", 
 LATE = ["A", "B", "C", "A", "B"]
 
 
-@shown
+@shown_by_line
 def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Is `debit(table, wallet_id, amount, request_id)` applied once per request, in any order? A `Verdict`."""
     db = db or connect()
@@ -92,10 +108,12 @@ def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: in
             raise Counterexample(f"a debit from a wallet that does not exist should raise WalletNotFound and write "
                                  f"nothing, not even a marker; your debit answered {saw}{wrote}.")
 
+    held = Specification(lambda: debit_subject(debit, fresh_table(db, TABLE, sort_key="sk"), db, wallet_sort_key=True),
+                         "debit", keys_reused=False)
     return verdict(
-        [late_retries, lost_responses, concurrent, bad_input],
-        passed=f"{len(ORDERS)} late-retry orders, {schedules} lost-response schedules, {COPIES} concurrent copies and "
-               "bad input all handled.",
+        [late_retries, lost_responses, concurrent, bad_input, held],
+        passed=lambda: f"{len(ORDERS)} late-retry orders, {schedules} lost-response schedules, {COPIES} concurrent "
+                       f"copies and bad input all handled. {held.passed()}",
     )
 
 

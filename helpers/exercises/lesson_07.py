@@ -229,7 +229,8 @@ def _consumer_subject() -> type:
         """A queue consumer as a handler: each request one delivery of a message (see the module's docstring)."""
 
         faults = ("lost", "answer", "in progress")
-        interleaves = hooks = False  # a delivery runs to its end; concurrent deliveries are a scenario check
+        interleaves = crashes = False  # a delivery runs to its end; concurrent deliveries are a scenario check
+        writes, faults_alike = 1, True       # its one write, and each fault as likely as another: a short search
 
         def __init__(self, consumer: QueueConsumer, db: Backend, table: Any) -> None:
             self.consumer = self.handler = consumer

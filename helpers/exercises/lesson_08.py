@@ -15,7 +15,10 @@ reader's code:
 4. a conflict on every send: an error after a bounded number of sends, backing off on the
    virtual clock, nothing written;
 5. a wallet whose balance is not a number (DynamoDB's ValidationException): raised at once;
-6. eight concurrent copies of one payment; 7. bad input.
+6. eight concurrent copies of one payment; 7. bad input;
+8. the collection's specification (`helpers.checker`): generated histories, in any order, with lost
+   responses and DynamoDB's failure answers on the first or second send of a payment, one amount per
+   request ID (the marker keeps no payload).
 """
 
 from __future__ import annotations
@@ -39,8 +42,19 @@ from ..dynamodb_errors import (
 )
 from ..failure_answers import answer_of, watch_answers
 from ..tables import fresh_table, read_item
-from .display import shown
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, run_prefix, snapshot, verdict
+from .display import shown_by_line
+from .verdict import (
+    Counterexample,
+    Specification,
+    Verdict,
+    answer,
+    debit_subject,
+    expect_bad_input,
+    raised,
+    run_prefix,
+    snapshot,
+    verdict,
+)
 
 Pay = Callable[[Any, str, int, str], Any]
 TABLE, START, AMOUNT, COPIES = "exercise-08", 100, 10, 8
@@ -71,7 +85,7 @@ def _said(result: Any) -> str:
     return f"answered {result!r}"[:60]
 
 
-@shown
+@shown_by_line
 def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
     """Does `pay(table, wallet_id, amount, request_id)` pay once, whatever DynamoDB answers? A `Verdict`."""
     db = db or connect()
@@ -174,8 +188,12 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
         for amount in (-5, 2.5):
             expect_bad_input(table, f"amount {amount!r}", lambda: pay(table, wallet_id, amount, "pay-bad"))
 
+    held = Specification(lambda: debit_subject(pay, fresh_table(db, TABLE, sort_key="sk"), db, wallet_sort_key=True,
+                                               writes=2),
+                         "pay", keys_reused=False)
     return verdict(
-        [plain, missing_wallet, failure_answers, endless_conflict, not_a_number, concurrent, bad_input],
-        passed=f"plain payments and a duplicate, a missing wallet, {len(ANSWERS)} of DynamoDB's failure answers, an "
-               f"endless conflict, a ValidationException, {COPIES} concurrent copies and bad input all handled.",
+        [plain, missing_wallet, failure_answers, endless_conflict, not_a_number, concurrent, bad_input, held],
+        passed=lambda: f"plain payments and a duplicate, a missing wallet, {len(ANSWERS)} of DynamoDB's failure "
+                       f"answers, an endless conflict, a ValidationException, {COPIES} concurrent copies and bad input "
+                       f"all handled. {held.passed()}",
     )
