@@ -7,6 +7,10 @@ teaches today (and a fix made in 06 shows up here too).
     lesson_06 = load_lesson("06_saved_responses.ipynb")
     lesson_06["pay"]            # 06's handler, working on 06's tables in this kernel's backend
 
+`swapped(lesson_06, end_lease=give_back)` puts a function in place of one of the loaded lesson's own for
+the length of a `with` block, and puts the lesson's back however the block ends: the loaded handler calls
+the variant inside (its functions look their names up in that namespace).
+
 `call_with(function, **arguments)` calls a loaded function by its parameter names, so a
 caller does not depend on their order (06 may take a caller scope or not).
 """
@@ -53,14 +57,18 @@ def display_settings_kept() -> Iterator[None]:
             pd.set_option(name, value)
 
 
-def load_lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
+def load_lesson(notebook: str, into: dict[str, Any] | None = None, **globals_: Any) -> dict[str, Any]:
     """`notebook`'s namespace after running its `imports` cells, then `globals_`, then its `lesson` cells.
+
+    `into=globals()` runs them in the calling notebook's own namespace instead (a deep dive that
+    continues a lesson): the lesson's functions and the caller's code then share one set of names,
+    so a provider or a function the caller replaces is the one the lesson's handler uses.
 
     Anything those cells print is swallowed: the loading notebook prints what it means to. The
     loaded notebook's display settings (its `helpers.setup()`, its pandas options, matplotlib's
     rcParams) are undone afterwards, so the loading notebook's tables keep the width it chose.
     """
-    namespace: dict[str, Any] = {"__name__": f"lesson:{notebook}"}
+    namespace: dict[str, Any] = {"__name__": f"lesson:{notebook}"} if into is None else into
     imports, lessons = lesson_cells(notebook, "imports"), lesson_cells(notebook, "lesson")
     if not lessons:
         raise LessonNotFound(f"{notebook} has no cells tagged 'lesson'")
@@ -71,6 +79,23 @@ def load_lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
         for source in lessons:
             exec(compile(source, f"{notebook}[lesson]", "exec"), namespace)
     return namespace
+
+
+@contextlib.contextmanager
+def swapped(namespace: dict[str, Any], **replacements: Any) -> Iterator[dict[str, Any]]:
+    """Inside the block, `namespace[name]` is `replacements[name]`; afterwards the originals are back.
+
+    Raises KeyError naming a name the namespace does not have (a typo would otherwise swap nothing).
+    """
+    missing = sorted(set(replacements) - set(namespace))
+    if missing:
+        raise KeyError(f"the lesson has no {', '.join(missing)} to swap")
+    originals = {name: namespace[name] for name in replacements}
+    namespace.update(replacements)
+    try:
+        yield namespace
+    finally:
+        namespace.update(originals)
 
 
 ALIASES = {
