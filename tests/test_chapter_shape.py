@@ -103,3 +103,19 @@ def test_no_code_cell_is_longer_than_25_lines(path):
     long = [(i, len(c.source.splitlines())) for i, c in enumerate(cells)
             if c.cell_type == "code" and len(c.source.splitlines()) > MAX_CELL_LINES]
     assert not long, f"cells over {MAX_CELL_LINES} lines (index, lines): {long}; split each at a natural seam"
+
+
+CORE = [p for p in LESSONS if nbformat.read(p, as_version=4).metadata.get("lesson", {}).get("path") == "core"]
+
+
+@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+def test_a_core_lesson_ends_with_three_key_points_and_its_exercise_says_what_it_tests(path):
+    """WORKSHOP.md's close reads each core lesson's key points back: three numbered sentences after What you saw."""
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    saw = text.split("## What you saw", 1)[1].split("## Sources", 1)[0]
+    assert "**Key points**" in saw, f"{path.name}: What you saw is followed by **Key points**"
+    points = re.findall(r"^\d\. ", saw.split("**Key points**", 1)[1], re.MULTILINE)
+    assert len(points) == 3, f"{path.name}: three key points, not {len(points)}"
+    turn = text.split("## Your turn", 1)[1].split("## What you saw", 1)[0]
+    assert "**What it tests:**" in turn, f"{path.name}: its exercise says **What it tests:**"
