@@ -17,7 +17,8 @@ tools/minutes.py: `metadata["lesson"]` = `{"summary": ..., "question": ..., "pat
 - a solution's line back to its exercise (`notebooks/solutions/NN_*_solution.ipynb`);
 - the three lists of lessons: the README's course table (between its `<!-- lessons -->` markers), the README's
   "The story" line (between its `<!-- story -->` markers) and notebook 00's map (the table headed
-  `| # | notebook | the question |`).
+  `| # | notebook | the question |`);
+- WORKSHOP.md's schedule (between its `<!-- schedule -->` markers), from the core lessons' minutes.
 
 A new lesson needs its file, its title and its metadata: nothing here is typed twice.
 """
@@ -43,6 +44,11 @@ BEGIN = "<!-- lessons: written by tools/add_navigation.py from each notebook; ed
 END = "<!-- end of lessons -->"
 STORY_BEGIN, STORY_END = "<!-- story: written by tools/add_navigation.py -->", "<!-- end of story -->"
 MAP_HEADER = "| # | notebook | the question |"
+WORKSHOP = ROOT / "WORKSHOP.md"
+SCHEDULE_BEGIN = "<!-- schedule: written by tools/add_navigation.py from the core lessons' minutes -->"
+SCHEDULE_END = "<!-- end of schedule -->"
+OPENING, BREAK, WORKSHOP_MINUTES = 10, 10, 180
+BREAK_AFTER = (2, 4)          # a break after the second and the fourth core lesson
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,37 @@ def lesson_map(all_lessons: list[Lesson]) -> str:
     return "\n".join(rows)
 
 
+def schedule(all_lessons: list[Lesson]) -> str:
+    """WORKSHOP.md's schedule: the opening, each core lesson's declared minutes, two breaks, and the close."""
+    def clock(minute: int) -> str:
+        return f"{minute // 60}:{minute % 60:02d}"
+
+    rows = ["| time | what | minutes |", "|---|---|---|"]
+    now = 0
+
+    def add(what: str, minutes: int) -> None:
+        nonlocal now
+        rows.append(f"| {clock(now)}–{clock(now + minutes)} | {what} | {minutes} |")
+        now += minutes
+
+    add("**Opening.** The question: *is it safe to retry?* Show 00's first swimlane (a client times out, the write "
+        "had committed, the resend debits again) and its table of the four ways a request arrives twice. Learners "
+        "check their Run All of 00.", OPENING)
+    core = [x for x in all_lessons if x.core]
+    for n, lesson in enumerate(core, 1):
+        add(f"**{lesson.label}** ({lesson.teaching} teaching + {lesson.exercises} exercise)",
+            lesson.teaching + lesson.exercises)
+        if n in BREAK_AFTER:
+            add("break", BREAK)
+    close = WORKSHOP_MINUTES - now
+    if close < 10:
+        raise ValueError(f"the core path leaves {close} minutes of {WORKSHOP_MINUTES} for the close: at least 10")
+    add("**Close.** Each lesson's three key points, read back by the room; questions; the deep dives.", close)
+    total = sum(x.teaching + x.exercises for x in core)
+    return "\n".join(rows) + (f"\n\nThe core path: {total} minutes by the model, in a workshop of "
+                              f"{WORKSHOP_MINUTES} with the opening, two breaks and {close} minutes to close.")
+
+
 def _with_map(source: str, table: str) -> str:
     """`source` with the markdown table that starts at MAP_HEADER replaced by `table`."""
     lines = source.split("\n")
@@ -246,6 +283,12 @@ def run(write: bool) -> list[str]:
         changed.append("README.md")
         if write:
             README.write_text(new, encoding="utf-8")
+    workshop = WORKSHOP.read_text(encoding="utf-8")
+    new = _between(workshop, SCHEDULE_BEGIN, SCHEDULE_END, schedule(all_lessons), "WORKSHOP.md (around the schedule)")
+    if new != workshop:
+        changed.append("WORKSHOP.md")
+        if write:
+            WORKSHOP.write_text(new, encoding="utf-8")
     return changed
 
 
