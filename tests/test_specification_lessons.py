@@ -34,6 +34,7 @@ DEBITS = [  # (notebook, function, keys_reused, what the design gives up: None i
     ("05_remembering_every_request.ipynb", "debit_ledger", True, BOUND),   # the marker keeps no payload (06 does)
     ("08_when_dynamodb_says_no.ipynb", "debit_ledger", False, None),
     ("08_when_dynamodb_says_no.ipynb", "debit_ledger", True, BOUND),
+    ("08_when_dynamodb_says_no.ipynb", "debit_mistaken", False, ONCE),    # a conflict read as "already applied"
 ]
 
 

@@ -42,6 +42,7 @@ def pytest_tier(backend: str, env: dict[str, str], workers: int,
     command = [
         sys.executable, "-m", "pytest", *paths, "--nbval", "--nbval-current-env",
         "-p", "no:cacheprovider", "-q", "-rs", f"--junitxml={report}",
+        "--durations=15", "--durations-min=20",      # the slowest tests, so a tier's time can be read from its log
     ]
     if workers > 1:  # whole files per worker: nbval's cells of one notebook must share a kernel
         command += ["-n", str(workers), "--dist", "loadfile"]
