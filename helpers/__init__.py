@@ -7,17 +7,18 @@ their own folders:
     backends         connect(): moto (default), dynamodb-local or aws
     tables           fresh tables, wallets, consistent reads, empty_table()
     validation       check_debit(): bad input fails before anything is sent
+    wire             the one owner of botocore's response hook: faults and watchers in one order; client_of()
     faults           LostResponses: the write commits, the caller times out
-    dynamodb_errors  DynamoDBErrors: conflicts, throttling and 500s, as DynamoDB answers them
+    dynamodb_errors  DynamoDBErrors: conflicts, throttling and 500s; answer_of(), botocore_resends()
     schedule         Schedule: which requests a fault falls on, seeded (faults, http_faults, dynamodb_errors)
-    failure_answers  watch_answers(): each request's answer on the wire; botocore_resends()
-    attempts         watch_attempts(): every request on the wire, botocore's retries included
+    failure_answers  kept for notebook 08: watch_answers() (wire) and answer_of() (dynamodb_errors)
+    attempts         kept for notebook 00: watch_attempts() (wire)
     clock            VirtualClock: time that only moves when told
     ids              RequestIds: seeded, uuid-shaped request IDs
     events           EventLog: rows of what happened, as a DataFrame
     swimlanes        Timeline and swimlanes(): who saw what, and when
     concurrency      race(): many threads, one instant
-    meter            CallCounter and CapacityMeter: round trips, writes and reported capacity
+    meter            CallCounter and CapacityMeter: round trips, writes and reported capacity (wire watchers)
     http_server      serve(): an ASGI app on uvicorn, 127.0.0.1, a free port, from the kernel
     http_faults      LostHttpResponses: the server commits, the HTTP client times out
     postgres         postgres(): an embedded PostgreSQL (pgserver), or the one $RETRY_POSTGRES_URL names

@@ -129,7 +129,7 @@ class Backend:
     # --- SQS (always moto) --------------------------------------------------
     def sqs(self) -> Any:
         """An SQS client answered by moto in this process (FIFO deduplication as AWS documents it)."""
-        from .services.fifo_dedup import use_aws_deduplication
+        from .fidelity.fifo_dedup import use_aws_deduplication
 
         use_aws_deduplication()
         session = botocore.session.Session(session_vars=_IGNORE_LOCAL_AWS_CONFIG)

@@ -42,6 +42,12 @@ committing: the table applies the transaction (with its token, so a resend
 with the same token is answered success without a second effect), and the
 caller is told TransactionInProgressException.
 
+`install(target)` puts the schedule on the client's wire (`helpers.wire`), outside any `LostResponses`
+and inside the watchers; `uninstall()` takes it off. For the application's side, `answer_of(error)`
+reads (code, HTTP status, CancellationReasons) from a caught `ClientError`, and `botocore_resends(code,
+status)` asks botocore's standard retry mode itself whether it would resend an answer -- for the answers
+a notebook cannot produce on a local backend. (Each answer on the wire: `helpers.wire.watch_answers`.)
+
 Sources for the shapes:
 - TransactWriteItems errors and CancellationReasons:
   https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html
@@ -58,12 +64,15 @@ Sources for the shapes:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .faults import WRITES, _client_of
+from botocore.exceptions import ClientError
+
 from .schedule import Schedule
+from .wire import FAILURE_ANSWER, WRITES, Call, Layer, Result
 
 CONFLICT = "TransactionConflict"
 THROTTLED = "ProvisionedThroughputExceeded"
@@ -76,6 +85,10 @@ KINDS = (CONFLICT, THROTTLED, THROTTLING, IN_PROGRESS, ERROR_500_NOT_APPLIED, ER
 ALL_KINDS = KINDS + (IN_PROGRESS_APPLIED,)  # KINDS keeps its six for the tests that draw from it
 APPLIED = frozenset({ERROR_500_APPLIED, IN_PROGRESS_APPLIED})  # the table applied the write first
 TRANSACTION_ONLY = frozenset({IN_PROGRESS, IN_PROGRESS_APPLIED})  # answers only TransactWriteItems gets
+
+# The answer table: every failure answer a write can get, once, as (kind, conflict_item) -- the conflict
+# on a transaction's last action (-1) and on its first (0). Tests and checkers iterate over it.
+ANSWERS = tuple((kind, -1) for kind in ALL_KINDS) + ((CONFLICT, 0),)
 
 
 def kinds_for(operation: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, ...]:
@@ -104,7 +117,7 @@ _SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words the
 }
 
 
-class DynamoDBErrors(Schedule):
+class DynamoDBErrors(Schedule, Layer):
     """Which write requests get which of DynamoDB's failure answers.
 
     `at` maps the n-th write request (0, 1, 2, ... in order of sending, retries included)
@@ -122,6 +135,7 @@ class DynamoDBErrors(Schedule):
     """
 
     no_fault = None                    # DynamoDB's own answer
+    rank = FAILURE_ANSWER              # on the wire (helpers.wire): outside LostResponses, inside the watchers
     must_get_through = "a request"
 
     def __init__(
@@ -149,7 +163,6 @@ class DynamoDBErrors(Schedule):
         super().__init__(p=p, seed=seed, at=at)   # `sent`: write requests seen so far
         self.operations = frozenset(operations)
         self.conflict_item = conflict_item
-        self._installed: list[tuple[Any, Any]] = []
         self.answered: list[tuple[int, str, str]] = []  # (n, operation, kind)
 
     def fault(self, n: int) -> str | None:
@@ -169,11 +182,9 @@ class DynamoDBErrors(Schedule):
         TransactionInProgress kind for an operation other than TransactWriteItems.
         """
         with self._lock:
-            n = self.sent
-            self.sent += 1
-            if n not in self.at and not (self.p > 0 and self._rng.random() < self.p):
+            n = self._number_next()
+            if n is None:
                 return self.no_fault
-            self.picked.append(n)
             kind = self._kind(n, operation)
         if kind in TRANSACTION_ONLY and operation not in (None, "TransactWriteItems"):
             if self.impossible == "skip":
@@ -182,39 +193,26 @@ class DynamoDBErrors(Schedule):
                              "only to TransactWriteItems (a ClientRequestToken still in progress)")
         return kind
 
-    def install(self, target: Any) -> DynamoDBErrors:
-        """Answer `target`'s writes (a boto3 client, resource or Table) by this schedule; returns self."""
-        client = _client_of(target)
-        endpoint = client._endpoint
-        original = endpoint._do_get_response
-        parser = endpoint._response_parser_factory.create_parser(client.meta.service_model.protocol)
+    def on_wire(self, call: Call) -> Result:
+        """Answer the request by this schedule: DynamoDB's own answer, or the kind it picks."""
+        if call.operation not in self.operations:
+            return call.send()
+        kind = self.decide(call.operation)
+        if kind is None:
+            return call.send()
+        if kind in APPLIED:
+            result = call.send()
+            if result[1] is not None or result[0][0].status_code >= 300:
+                return result  # DynamoDB refused it anyway: that answer stands
+        with self._lock:
+            self.answered.append((self.sent - 1, call.operation, kind))
+        return self._answer(kind, call)
 
-        def do_get_response(request: Any, operation_model: Any, context: Any) -> Any:
-            if operation_model.name not in self.operations:
-                return original(request, operation_model, context)
-            kind = self.decide(operation_model.name)
-            if kind is None:
-                return original(request, operation_model, context)
-            if kind in APPLIED:
-                result = original(request, operation_model, context)
-                if result[1] is not None or result[0][0].status_code >= 300:
-                    return result  # DynamoDB refused it anyway: that answer stands
-            with self._lock:
-                self.answered.append((self.sent - 1, operation_model.name, kind))
-            return self._answer(kind, request, operation_model, parser, endpoint)
-
-        endpoint._do_get_response = do_get_response
-        self._installed.append((endpoint, original))
-        return self
-
-    def uninstall(self) -> None:
-        """Give every installed client its own answers back."""
-        while self._installed:
-            endpoint, original = self._installed.pop()
-            endpoint._do_get_response = original
-
-    def _answer(self, kind: str, request: Any, operation_model: Any, parser: Any, endpoint: Any) -> Any:
+    def _answer(self, kind: str, call: Call) -> Result:
         from botocore.awsrequest import AWSResponse
+
+        request, operation_model, endpoint = call.request, call.operation_model, call.endpoint
+        parser = endpoint._response_parser_factory.create_parser(operation_model.service_model.protocol)
 
         if kind == CONFLICT:
             status, body = 400, self._conflict_body(request, operation_model.name)
@@ -252,3 +250,35 @@ class _Raw:
 
     def stream(self, *_args: Any, **_kwargs: Any) -> Any:
         yield self._data
+
+
+def answer_of(error: ClientError) -> tuple[str, int, tuple[str, ...]]:
+    """(error code, HTTP status, CancellationReasons codes) of a `ClientError` the application caught."""
+    response = error.response
+    reasons = tuple(r.get("Code", "None") for r in response.get("CancellationReasons", []))
+    return response["Error"]["Code"], response["ResponseMetadata"]["HTTPStatusCode"], reasons
+
+
+@functools.lru_cache(maxsize=1)
+def _dynamodb_model() -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model("dynamodb")
+
+
+def botocore_resends(code: str, status: int, operation: str = "TransactWriteItems") -> bool:
+    """Would botocore's standard retry mode resend an answer with this error code and HTTP status?
+
+    >>> botocore_resends("ProvisionedThroughputExceededException", 400)
+    True
+    >>> botocore_resends("ServiceUnavailable", 503), botocore_resends("ValidationException", 400)
+    (True, False)
+    """
+    from botocore.awsrequest import AWSResponse
+    from botocore.retries.standard import RetryContext, StandardRetryConditions
+
+    model = _dynamodb_model().operation_model(operation)
+    http = AWSResponse("https://dynamodb.invalid", status, {}, None)
+    context = RetryContext(attempt_number=1, operation_model=model, parsed_response={"Error": {"Code": code}},
+                           http_response=http)
+    return bool(StandardRetryConditions(max_attempts=3).is_retryable(context))

@@ -13,6 +13,9 @@ the variant inside (its functions look their names up in that namespace).
 
 `call_with(function, **arguments)` calls a loaded function by its parameter names, so a
 caller does not depend on their order (06 may take a caller scope or not).
+
+This is the collection's one notebook loader: the tests run a notebook's own functions through
+`run_cells` too (tests/notebook_code.py), and so does tools/bench.py.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class LessonNotFound(FileNotFoundError):
 
 
 def lesson_cells(notebook: str, tag: str) -> list[str]:
-    """The source of `notebook`'s code cells tagged `tag`, in order."""
+    """The source of `notebook`'s code cells tagged `tag`, in order (`notebook` relative to notebooks/)."""
     if not isinstance(notebook, str) or not notebook.endswith(".ipynb") or not (NOTEBOOKS / notebook).is_file():
         raise LessonNotFound(f"no notebook {notebook!r} in notebooks/")
     nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
@@ -57,6 +60,21 @@ def display_settings_kept() -> Iterator[None]:
             pd.set_option(name, value)
 
 
+def run_cells(notebook: str, globals_: dict[str, Any], *, name: str | None = None,
+              into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`notebook`'s namespace after its `imports` cells, then `globals_`, then its `lesson` cells (as they print).
+
+    `into`: run them in that namespace instead of a new one."""
+    namespace: dict[str, Any] = {"__name__": name or f"lesson:{notebook}"} if into is None else into
+    imports, lessons = lesson_cells(notebook, "imports"), lesson_cells(notebook, "lesson")
+    for source in imports:
+        exec(compile(source, f"{notebook}[imports]", "exec"), namespace)
+    namespace.update(globals_)
+    for source in lessons:
+        exec(compile(source, f"{notebook}[lesson]", "exec"), namespace)
+    return namespace
+
+
 def load_lesson(notebook: str, into: dict[str, Any] | None = None, **globals_: Any) -> dict[str, Any]:
     """`notebook`'s namespace after running its `imports` cells, then `globals_`, then its `lesson` cells.
 
@@ -68,17 +86,10 @@ def load_lesson(notebook: str, into: dict[str, Any] | None = None, **globals_: A
     loaded notebook's display settings (its `helpers.setup()`, its pandas options, matplotlib's
     rcParams) are undone afterwards, so the loading notebook's tables keep the width it chose.
     """
-    namespace: dict[str, Any] = {"__name__": f"lesson:{notebook}"} if into is None else into
-    imports, lessons = lesson_cells(notebook, "imports"), lesson_cells(notebook, "lesson")
-    if not lessons:
+    if not lesson_cells(notebook, "lesson"):
         raise LessonNotFound(f"{notebook} has no cells tagged 'lesson'")
     with contextlib.redirect_stdout(io.StringIO()), display_settings_kept():
-        for source in imports:
-            exec(compile(source, f"{notebook}[imports]", "exec"), namespace)
-        namespace.update(globals_)
-        for source in lessons:
-            exec(compile(source, f"{notebook}[lesson]", "exec"), namespace)
-    return namespace
+        return run_cells(notebook, globals_, into=into)
 
 
 @contextlib.contextmanager

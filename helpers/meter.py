@@ -1,9 +1,9 @@
 """Count what a piece of code sends to DynamoDB: round trips, writes, reported capacity.
 
-Both counters sit on a boto3 client (botocore's events), so a notebook measures
+Both counters are watchers on a boto3 client's wire (`helpers.wire`), so a notebook measures
 its own, unchanged functions, on every backend alike:
 
-    counter = CallCounter().watch(table)         # requests, by operation
+    counter = CallCounter().install(table)       # requests, by operation
     debit(table, "alice", 10, "req-1")
     counter.round_trips, counter.writes          # 1, 1
 
@@ -11,15 +11,19 @@ its own, unchanged functions, on every backend alike:
     debit(table, "alice", 10, "req-2")
     meter.round_trips, meter.capacity_units      # 1, 1.0
 
-`CallCounter` counts every request a client sends (botocore's ``before-call``
-event), by operation name: cost as round trips and writes.
+`CallCounter` counts every request a client puts on the wire, by operation name
+(botocore's own resends included: each is a round trip): cost as round trips and writes.
+(`watch(...)` is its older name for `install`, kept for notebooks 06 and 10.)
 
 `CapacityMeter` adds ``ReturnConsumedCapacity="TOTAL"`` to every call that
-accepts it (unless the call set its own) and adds up the ``CapacityUnits``
+accepts it (unless the call set its own, through botocore's public
+``before-parameter-build`` event) and adds up the ``CapacityUnits``
 DynamoDB returns. A call that fails (a failed condition, a cancelled
 transaction, a timeout) counts as a round trip; DynamoDB reports no capacity
 for it, so it adds 0 units here, although AWS bills a failed conditional write
 too. (On moto the figures are DynamoDB Local's: see `fidelity/capacity.py`.)
+
+Both undo with `uninstall()`, and `reset()` starts the count from zero.
 """
 
 from __future__ import annotations
@@ -28,30 +32,33 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+from .wire import WRITES, Layer, Result, client_of
+from .wire import Call as OnWire
+
+WRITE_OPERATIONS = WRITES   # the older name
 _REPORTS_CAPACITY = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems",
     "BatchWriteItem", "BatchGetItem", "Query", "Scan",
 })
 
 
-class CallCounter:
-    """``counter = CallCounter().watch(table, client)``; ``counter.calls`` is a Counter of operation names."""
+class CallCounter(Layer):
+    """``counter = CallCounter().install(table, client)``; ``counter.calls`` is a Counter of operation names."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
-    def watch(self, *targets: Any) -> CallCounter:
+    def install(self, *targets: Any) -> CallCounter:
         """Count the requests of each boto3 client, resource or Table in `targets`; returns self."""
         for target in targets:
-            client = target if hasattr(target, "_endpoint") else getattr(getattr(target, "meta", None), "client", None)
-            if client is None:
-                raise TypeError(f"expected a boto3 client, resource or Table, got {type(target).__name__}")
-            client.meta.events.register("before-call.dynamodb", self._count)
+            super().install(target)
         return self
 
-    def _count(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
+    watch = install   # the older name, kept for notebooks 06 and 10
+
+    def on_wire(self, call: OnWire) -> Result:
+        self.calls[call.operation] += 1
+        return call.send()
 
     @property
     def round_trips(self) -> int:
@@ -77,18 +84,23 @@ class Call:
 
 
 @dataclass
-class CapacityMeter:
+class CapacityMeter(Layer):
     """Counts requests and reported capacity units on the clients it is installed on."""
 
     calls: list[Call] = field(default_factory=list)
 
     def install(self, target: Any) -> CapacityMeter:
         """Meter `target` (a boto3 client, resource or Table) from now on; returns self."""
-        client = target if hasattr(target, "_endpoint") else target.meta.client
+        client = client_of(target)
         client.meta.events.register("before-parameter-build.dynamodb", self._ask)
-        client.meta.events.register("after-call.dynamodb", self._answered)
-        client.meta.events.register("after-call-error.dynamodb", self._no_answer)
-        return self
+        self.__dict__.setdefault("_asking", []).append(client)
+        return super().install(client)
+
+    def uninstall(self) -> None:
+        """Stop metering every client it was installed on."""
+        for client in self.__dict__.pop("_asking", []):
+            client.meta.events.unregister("before-parameter-build.dynamodb", self._ask)
+        super().uninstall()
 
     def reset(self) -> None:
         """Forget the calls counted so far."""
@@ -108,11 +120,11 @@ class CapacityMeter:
         if model.name in _REPORTS_CAPACITY:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
-    def _answered(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
-        reported = parsed.get("ConsumedCapacity") or []
+    def on_wire(self, call: OnWire) -> Result:
+        result = call.send()
+        response, error = result
+        reported = [] if error is not None else (response[1].get("ConsumedCapacity") or [])  # none for no answer
         if isinstance(reported, dict):
             reported = [reported]
-        self.calls.append(Call(model.name, float(sum(entry.get("CapacityUnits", 0.0) for entry in reported))))
-
-    def _no_answer(self, event_name: str = "", **_: Any) -> None:  # e.g. a timeout: no answer at all
-        self.calls.append(Call(event_name.rsplit(".", 1)[-1], 0.0))
+        self.calls.append(Call(call.operation, float(sum(entry.get("CapacityUnits", 0.0) for entry in reported))))
+        return result

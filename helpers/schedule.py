@@ -61,12 +61,17 @@ class Schedule:
     def decide(self) -> Any:
         """Decide for the next request: `fault(n)` if it is picked, else `no_fault`."""
         with self._lock:
-            n = self.sent
-            self.sent += 1
-            if n not in self.at and not (self.p > 0 and self._rng.random() < self.p):
-                return self.no_fault
-            self.picked.append(n)
-            return self.fault(n)
+            n = self._number_next()
+            return self.no_fault if n is None else self.fault(n)
+
+    def _number_next(self) -> int | None:
+        """With the lock held: number the next request; its number if it is picked (and note it), else None."""
+        n = self.sent
+        self.sent += 1
+        if n not in self.at and not (self.p > 0 and self._rng.random() < self.p):
+            return None
+        self.picked.append(n)
+        return n
 
     def decide_many(self, n: int) -> list[Any]:
         """The next `n` decisions (handy for showing a schedule)."""

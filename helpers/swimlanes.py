@@ -90,8 +90,16 @@ def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: 
     Arrows sent at the same instant between the same two lanes (a request answered at once) are drawn side by
     side, a few pixels apart, so each one shows. `zoom=(start, end)` adds an inset that magnifies that stretch
     of the time axis (say, a 25 ms backoff on a 2 s chart) in the middle of the chart, with the same dots and
-    arrows, unlabelled.
+    arrows, unlabelled. An optional `color` column gives a dot's colour (empty: red where the event reads like
+    a failure, else black).
     """
+    swimlane_figure(frame, lanes=lanes, title=title, xlabel=xlabel, zoom=zoom)
+    plt.show()
+
+
+def swimlane_figure(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: str = "virtual time (s)",
+                    zoom: tuple[float, float] | None = None) -> Any:
+    """The chart `swimlanes` shows, as a matplotlib Figure (left open in pyplot; the caller shows or closes it)."""
     _check(frame, lanes)
     if zoom is not None and not (len(zoom) == 2 and all(isinstance(z, (int, float)) and math.isfinite(z)
                                                         for z in zoom) and 0 <= zoom[0] < zoom[1]):
@@ -122,7 +130,7 @@ def swimlanes(frame: pd.DataFrame, *, lanes: Sequence[str], title: str, xlabel: 
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("who")
-    plt.show()
+    return fig
 
 
 def _marks(ax: Any, frame: pd.DataFrame, row: dict[str, int], per_px: float) -> None:
@@ -137,7 +145,8 @@ def _marks(ax: Any, frame: pd.DataFrame, row: dict[str, int], per_px: float) -> 
             drawn[key] = drawn.get(key, 0) + 1
             ax.annotate("", xy=(t + shift, row[event["to"]]), xytext=(t + shift, y),
                         arrowprops={"arrowstyle": "->", "color": "tab:blue", "alpha": 0.6})
-        ax.plot([t], [y], "o", color="tab:red" if _looks_bad(event["event"]) else "black", markersize=5, zorder=3)
+        color = event.get("color") or ("tab:red" if _looks_bad(event["event"]) else "black")
+        ax.plot([t], [y], "o", color=color, markersize=5, zorder=3)
 
 
 def _zoom(ax: Any, frame: pd.DataFrame, row: dict[str, int], zoom: tuple[float, float], lanes: int) -> None:

@@ -63,6 +63,17 @@ def table(fresh):
     return fresh()
 
 
+@pytest.fixture
+def sqs(db):
+    """moto's SQS on a virtual clock of its own: ``client, clock = sqs`` (the wall clock back afterwards)."""
+    from helpers.fidelity.sqs_clock import use_virtual_time, use_wall_clock
+
+    clock = helpers.VirtualClock()
+    use_virtual_time(clock)
+    yield db.sqs(), clock
+    use_wall_clock()
+
+
 # --- tests that do not touch a backend run once, on the moto tier ---------------------------------------
 
 def pytest_configure(config):

@@ -1,21 +1,22 @@
 """Run a notebook's own code in a test: the cells tagged `imports` and `lesson`.
 
-Tests exercise exactly the functions a reader sees and edits, not a copy of them.
+Tests exercise exactly the functions a reader sees and edits, not a copy of them. The loader is the
+helpers' own (`helpers.lessons.run_cells`, which notebook 10's `load_lesson` uses too); here it prints
+what the cells print and keeps the display settings they set.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import nbformat
+from helpers.lessons import NOTEBOOKS, lesson_cells, run_cells
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+__all__ = ["NOTEBOOKS", "cells", "lesson"]
 
 
 def cells(notebook: str, tag: str) -> list[str]:
-    nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
-    return [c.source for c in nb.cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]
+    """The source of `notebook`'s code cells tagged `tag`, in order."""
+    return lesson_cells(notebook, tag)
 
 
 def lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
@@ -24,10 +25,4 @@ def lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
     The `imports` cell also connects to the backend and creates the notebook's table; tests
     override what they need (e.g. ``table=...``) after it runs.
     """
-    namespace: dict[str, Any] = {"__name__": f"notebook:{notebook}"}
-    for source in cells(notebook, "imports"):
-        exec(compile(source, f"{notebook}[imports]", "exec"), namespace)
-    namespace.update(globals_)
-    for source in cells(notebook, "lesson"):
-        exec(compile(source, f"{notebook}[lesson]", "exec"), namespace)
-    return namespace
+    return run_cells(notebook, globals_, name=f"notebook:{notebook}")

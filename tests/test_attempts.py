@@ -1,4 +1,4 @@
-"""helpers/attempts.py: every request on the wire, botocore's own retries included."""
+"""watch_attempts (helpers/wire.py; helpers/attempts.py re-exports it): every request on the wire, retries included."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 
 from helpers import LostResponses, open_wallet, read_balance
-from helpers.attempts import watch_attempts
+from helpers.wire import watch_attempts
 
 
 def debit(table):

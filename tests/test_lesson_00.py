@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import helpers
 from helpers import BadInput, LostResponses, open_wallet, read_balance
+from helpers.fidelity.sqs_clock import use_wall_clock
 from helpers.services.gateway import Gateway
-from helpers.services.sqs_clock import use_wall_clock
 from helpers.swimlanes import Timeline
 
 from notebook_code import lesson

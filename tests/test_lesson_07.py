@@ -13,11 +13,11 @@ from helpers import BadInput, WalletNotFound
 from helpers.concurrency import race
 from helpers.dynamodb_errors import ERROR_500_APPLIED, KINDS, DynamoDBErrors
 from helpers.exercises import check_safe_consumer
-from helpers.services.fifo_dedup import use_aws_deduplication, use_moto_deduplication
+from helpers.fidelity.fifo_dedup import use_aws_deduplication, use_moto_deduplication
+from helpers.fidelity.sqs_clock import use_wall_clock
 from helpers.services.lambda_sqs import LambdaPoller
 from helpers.services.lambda_streams import StreamPoller
 from helpers.services.queues import fresh_queue
-from helpers.services.sqs_clock import use_wall_clock
 
 from notebook_code import cells, lesson
 

@@ -18,6 +18,7 @@ import helpers
 from helpers import LostResponses
 from helpers.dynamodb_errors import (
     ALL_KINDS,
+    ANSWERS,
     APPLIED,
     CONFLICT,
     ERROR_500_APPLIED,
@@ -28,10 +29,11 @@ from helpers.dynamodb_errors import (
     THROTTLED,
     THROTTLING,
     DynamoDBErrors,
+    botocore_resends,
     kinds_for,
 )
 from helpers.exercises import check_bounded_pay
-from helpers.failure_answers import botocore_resends, watch_answers
+from helpers.wire import watch_answers
 
 from notebook_code import cells, lesson
 
@@ -39,7 +41,6 @@ NB = "08_when_dynamodb_says_no.ipynb"
 SOLUTION = "solutions/08_when_dynamodb_says_no_solution.ipynb"
 IDEMPOTENT = ["debit_idempotent", "debit_ledger"]
 ALL = ["debit_naive", *IDEMPOTENT, "debit_mistaken"]
-ANSWERS = [(kind, -1) for kind in ALL_KINDS] + [(CONFLICT, 0)]  # a conflict on the last action, or the first
 OPERATION = {"debit_naive": "UpdateItem", "debit_idempotent": "UpdateItem", "debit_ledger": "TransactWriteItems",
              "debit_mistaken": "TransactWriteItems"}
 

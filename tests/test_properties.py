@@ -353,7 +353,7 @@ message_deliveries = st.lists(
 
 @pytest.fixture(scope="module")
 def consumers():
-    from helpers.services.sqs_clock import use_wall_clock
+    from helpers.fidelity.sqs_clock import use_wall_clock
 
     code = nb(NB07)                     # its imports cell puts moto's SQS on its clock: give it back after
     yield code

@@ -8,19 +8,9 @@ import os
 
 import pytest
 
-import helpers
 from helpers import BadInput
 from helpers.services.queues import Consumer, fresh_queue
-from helpers.services.sqs_clock import use_virtual_time, use_wall_clock
 from helpers.swimlanes import Timeline
-
-
-@pytest.fixture
-def sqs(db):
-    clock = helpers.VirtualClock()
-    use_virtual_time(clock)
-    yield db.sqs(), clock
-    use_wall_clock()
 
 
 def queue(sqs_client, visibility_timeout=30):

@@ -173,3 +173,50 @@ def test_powertools_in_lambda_gives_up_truthful(nb):
     summary(f"the specification's checker on {BACKEND}").append(
         f"06 Powertools in Lambda breaks {' and '.join(sorted(found))} (as it should)")
     assert TRUTHFUL in found and None not in found, found   # the longer search may meet once (the delete) first
+
+
+# --- issue 23: a counterexample drawn (Verdict.draw) ---------------------------------------------------------------
+
+def test_a_broken_verdict_draws_its_shortest_history_and_a_held_one_draws_nothing(nb):
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    matplotlib.use("Agg")
+    kept = nb["complete"]
+
+    def complete_hiding_errors(key, lease_token, response):   # fenced, but a failed write is reported as saved
+        try:
+            nb["records"].update_item(
+                Key={"pk": key}, UpdateExpression="SET #status = :completed, #response = :response",
+                ConditionExpression="#status = :in_progress AND lease_token = :mine",
+                ExpressionAttributeNames={"#status": "status", "#response": "response"},
+                ExpressionAttributeValues={":completed": "COMPLETED", ":in_progress": "IN_PROGRESS",
+                                           ":mine": lease_token, ":response": json.dumps(response)})
+        except Exception:
+            pass
+        return True
+
+    nb["complete"] = complete_hiding_errors
+    try:
+        verdict = check_handler(nb["pay"], histories=60, name="06 pay, completion errors hidden")
+    finally:
+        nb["complete"] = kept
+    assert verdict.broken == TRUTHFUL and verdict.history, str(verdict)
+    fig = verdict.draw()
+    ax = fig.axes[0]
+    assert ax.get_title().startswith("06 pay, completion errors hidden breaks truthful\n")
+    assert ax.get_xlabel() == "events of the history, in order" and ax.get_ylabel() == "who"
+    lanes = [t.get_text() for t in ax.get_yticklabels()]
+    assert "shop-a" in lanes and "handler" in lanes and set(lanes) <= {"shop-a", "shop-b", "handler", "DynamoDB",
+                                                                       "provider"}
+    texts = [t.get_text() for t in ax.texts]
+    for step in verdict.history:               # each step of the history is on the chart: the request, the answer
+        if "caller" in step:
+            how = "resent at quiescence" if step["invocation"] == "quiesce" else step["invocation"]
+            assert f"{step['key']}: {step['amount']} {step['wallet']} ({how})" in texts
+            assert step["answer"] in texts
+    red = [line for line in ax.lines if to_hex(line.get_color()) == to_hex("tab:red")]
+    assert len(red) == sum(1 for step in verdict.history if step.get("broken")) == 1
+    again = verdict.draw()
+    assert [t.get_text() for t in again.axes[0].texts] == texts                       # the same chart every time
+    assert check_handler(nb["pay"], histories=3, name="06 pay").draw() is None

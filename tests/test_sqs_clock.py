@@ -1,4 +1,4 @@
-"""helpers/services/sqs_clock.py: moto's SQS visibility timeout, redrive and retention on the virtual clock."""
+"""helpers/fidelity/sqs_clock.py: moto's SQS visibility timeout, redrive and retention on the virtual clock."""
 
 from __future__ import annotations
 
@@ -7,15 +7,7 @@ import json
 import pytest
 
 import helpers
-from helpers.services.sqs_clock import use_virtual_time, use_wall_clock
-
-
-@pytest.fixture
-def sqs(db):
-    clock = helpers.VirtualClock()
-    use_virtual_time(clock)
-    yield db.sqs(), clock
-    use_wall_clock()
+from helpers.fidelity.sqs_clock import use_virtual_time, use_wall_clock
 
 
 def receive(client, url):
@@ -71,7 +63,7 @@ def test_wall_clock_comes_back(db):
 
 def test_fifo_deduplication_window_runs_on_the_virtual_clock(sqs):
     """AWS drops a duplicate MessageDeduplicationId for 5 minutes after the first send, even once the first was
-    received and deleted (moto alone forgets it at the delete: helpers/services/fifo_dedup.py,
+    received and deleted (moto alone forgets it at the delete: helpers/fidelity/fifo_dedup.py,
     tests/test_lesson_07.py)."""
     client, clock = sqs
     url = client.create_queue(QueueName="test-sqs-clock.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]

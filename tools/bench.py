@@ -19,8 +19,10 @@ Markdown tables, written into the README between its bench markers (`--write`):
    table (target: within 10%).
 4. **The HTTP layer's cost per request**: notebook 09's handler called directly and through
    its FastAPI route on uvicorn (`tools/bench_http.py`), on each backend.
-5. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's.
-6. **The install** (`--install`, `--install-only`; between the README's own install markers): from a fresh clone,
+5. **One full check of a handler** (issue 23): `check_handler` on notebook 06's `pay`, its default histories,
+   on moto, in a process of its own (target: within 20 seconds).
+6. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's.
+7. **The install** (`--install`, `--install-only`; between the README's own install markers): from a fresh clone,
    each layer's install time, `.venv` size and package count (learner, + tests, + maintainers), and `make lab`
    until a kernel answers, with a warm pip cache.
 
@@ -193,7 +195,7 @@ def make_table(client: Any, name: str) -> str:
     return name
 
 
-# The notebooks' own debit functions (tests/notebook_code.py runs their `lesson` cells), timed as they stand.
+# The notebooks' own debit functions (helpers.lessons.run_cells runs their `lesson` cells), timed as they stand.
 # (label, notebook, function, write units AWS documents for items under 1 KB: 1 per item written, 2 per item
 # in a transaction; 06's handler writes its record (1), a marker + debit transaction (4) and the completion (1)).
 NOTEBOOK_PATTERNS: list[tuple[str, str, str, int]] = [
@@ -250,15 +252,13 @@ class Rig:
 
 def patterns_child(reps: int) -> dict[str, Any]:
     """In a process of its own (RETRY_BACKEND set): measure each notebook pattern; return JSON-ready results."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.lessons import run_cells
     from helpers.services.payment_provider import PaymentProvider
-
-    from notebook_code import lesson
 
     codes: dict[str, dict[str, Any]] = {}
     results = {}
     for label, notebook, function, _ in NOTEBOOK_PATTERNS:
-        code = codes.setdefault(notebook, lesson(notebook))
+        code = codes.setdefault(notebook, run_cells(notebook, {}))
         if function == "pay":
             code["provider"] = PaymentProvider(code["db"].clock)
         metered, plain = Rig(code, notebook, function, metered=True), Rig(code, notebook, function, metered=False)
@@ -310,6 +310,38 @@ def bench_patterns(backends: dict[str, dict[str, str]], reps: int) -> str:
                 if len({(results[b][label]["trips"], results[b][label]["safe"]) for b in backends}) > 1]
     note = f"\n\nBackends disagree on round trips or retry-safety for: {', '.join(disagree)}" if disagree else ""
     return "\n".join(lines) + note
+
+
+# --- issue 23: one full check of a handler ---------------------------------------------------------
+CHECK_TARGET_SECONDS = 20
+
+
+def checker_child() -> dict[str, Any]:
+    """In a process of its own (moto): one `check_handler` of 06's `pay` with its defaults, timed."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.checker import check_handler
+
+    from notebook_code import lesson
+
+    code = lesson("06_saved_responses.ipynb")
+    started = time.perf_counter()
+    verdict = check_handler(code["pay"], name="06 pay")
+    seconds = time.perf_counter() - started
+    return {"verdict": str(verdict).splitlines()[0], "histories": verdict.histories, "seconds": seconds}
+
+
+def bench_checker(env: dict[str, str]) -> str:
+    log("one full check of 06's pay on moto (check_handler, default histories)")
+    done = subprocess.run([sys.executable, __file__, "--checker-child"], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the checker's bench failed:\n{done.stderr[-3000:]}")
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    met = "met" if r["seconds"] <= CHECK_TARGET_SECONDS else "NOT met"
+    return "\n".join([
+        "| check | histories | verdict | seconds | target |", "|---|---:|---|---:|---|",
+        f"| `check_handler(pay)`, notebook 06, moto | {r['histories']} | {r['verdict']} | {r['seconds']:.1f} "
+        f"| within {CHECK_TARGET_SECONDS} s: {met} |"])
 
 
 # --- 3. the helpers' overhead ---------------------------------------------------------------------
@@ -555,10 +587,18 @@ def main() -> int:
     parser.add_argument("--python", default=os.environ.get("PYTHON", getattr(sys, "_base_executable", sys.executable)),
                         help="the Python the install measurements use (default: this one's base interpreter)")
     parser.add_argument("--patterns-child", action="store_true", help=argparse.SUPPRESS)  # one backend, JSON out
+    parser.add_argument("--checker-child", action="store_true", help=argparse.SUPPRESS)   # moto, JSON out
+    parser.add_argument("--checker-only", action="store_true", help="only the full check of 06's pay (moto)")
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to time (default: all committed)")
     args = parser.parse_args()
     if args.patterns_child:
         print(json.dumps(patterns_child(args.reps or 300)))
+        return 0
+    if args.checker_child:
+        print(json.dumps(checker_child()))
+        return 0
+    if args.checker_only:
+        print(bench_checker(dict(os.environ, PYTHONHASHSEED="0", RETRY_BACKEND="moto")))
         return 0
     if args.install or args.install_only:
         install = bench_install(args.python)
@@ -597,6 +637,7 @@ def main() -> int:
         sections.append(("The helpers' overhead over a bare boto3 call (moto, one thread)", bench_overhead(reps)))
         sections.append(("The HTTP layer's cost per request (notebook 09's handler, called directly and over HTTP)",
                          bench_http.table(backends, reps)))
+        sections.append(("One full check of a handler (`check_handler`, moto)", bench_checker(backends["moto"])))
         if args.tiers:
             if server is not None:   # the tiers start their own DynamoDB Local (one per run, as make test does)
                 server.stop()

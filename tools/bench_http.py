@@ -3,7 +3,7 @@
     python tools/bench_http.py                      # moto and DynamoDB Local, 200 requests per row
     python tools/bench_http.py --reps 50 --skip-dynamodb-local
 
-Notebook 09's own code (its `imports` and `lesson` cells, via tests/notebook_code.py) runs in a process of its
+Notebook 09's own code (its `imports` and `lesson` cells, via helpers.lessons.run_cells) runs in a process of its
 own per backend: `handle(headers, body)` -- the whole endpoint as a plain function -- is timed called directly,
 then as `POST /payments` to the notebook's uvicorn server on 127.0.0.1, through requests on one keep-alive
 connection and with a new connection per request. Three kinds of request:
@@ -40,16 +40,14 @@ WAYS = ("direct", "keep-alive", "new connection")
 def child(reps: int) -> dict[str, dict[str, float]]:
     """In a process of its own (RETRY_BACKEND set): median milliseconds per kind of request and way of calling."""
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
     import requests
     from starlette.datastructures import Headers
 
     import helpers
+    from helpers.lessons import run_cells
     from helpers.services.payment_provider import PaymentProvider
 
-    from notebook_code import lesson
-
-    nb = lesson(NOTEBOOK)
+    nb = run_cells(NOTEBOOK, {})
     try:
         nb["provider"] = PaymentProvider(nb["db"].clock)
         url, handle = nb["server"].url + "/payments", nb["handle"]

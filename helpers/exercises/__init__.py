@@ -20,6 +20,7 @@ raises for a wrong answer, so an unsolved exercise does not stop "Run All".
                                          helpers.exercises.lesson_10: it needs PostgreSQL)
     verdict    Verdict, and the steps every checker shares
     display    shown(): a checker's verdict displayed wrapped to 100 characters a line
+    specified  broken(), held(): the specification's checker inside an exercise (06, 07, 10)
 """
 
 from .lesson_00 import check_payment_handler

@@ -10,6 +10,13 @@ another attempt holds the lease, writing nothing. The checker plays the lease
 takeovers of notebook 06, lost responses, concurrent completions and bad input.
 Its counterexample is printed a few short lines at a time (each at most 100
 characters), so it reads whole on GitHub.
+
+When those scenarios pass, the completion is swapped into notebook 06's own `pay` (the
+notebook's namespace: the reader's function's module globals, or notebook 06's lesson
+cells loaded here when it was written elsewhere, such as in the solution) and `pay` is
+held to the specification (`helpers/checker.py`): a completion that reports a failed
+write as saved, or reads any failed condition as its own, gets the shortest history
+that breaks a property.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from .specified import broken, held
 from .verdict import Counterexample, Verdict, answer, raised, resend, snapshot, verdict
 
 Complete = Callable[[Any, str, str, dict], Any]
 TABLE, KEY, COPIES = "exercise-06", "key-1", 16
+HISTORIES = 25               # generated histories for 06's pay with the reader's completion (about 3 s on moto)
 
 
 def response_of(invocation: str) -> dict[str, Any]:
@@ -47,7 +56,8 @@ def _lines(*parts: str) -> str:
     return "\n".join(parts)
 
 
-def check_fenced_completion(complete: Complete, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
+def check_fenced_completion(complete: Complete, *, db: Backend | None = None, schedules: int = 8,
+                            histories: int = HISTORIES) -> Verdict:
     """Is `complete(records, key, lease_token, response)` fenced on the lease and safe to retry? A `Verdict`."""
     db = db or connect()
 
@@ -140,8 +150,48 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
                 "an empty lease token should answer False (or raise ValueError) and write nothing;",
                 f"your completion answered {shown(result)} and left the record {record(records)}."))
 
-    return verdict(
-        [taken_over_in_progress, taken_over_completed, lost_responses, concurrent, bad_input],
+    held_by: list[Any] = []
+
+    def specification() -> None:
+        held_by.append(pay_held(complete, histories=histories))
+        broken(held_by[-1])
+
+    found = verdict(
+        [taken_over_in_progress, taken_over_completed, lost_responses, concurrent, bad_input, specification],
         passed=f"both lease takeovers, {schedules} lost-response schedules, {COPIES} concurrent completions\n"
-               "and bad input all handled.",
+               "and bad input all handled;",
     )
+    if found.passed:
+        found.message += f"\n06's pay with your completion {held(held_by[-1])}."
+    return found
+
+
+# --- issue 23: the reader's completion inside 06's own pay, held to the specification ---------------------------
+
+_LOADED: dict[str, dict[str, Any]] = {}
+
+
+def lesson_namespace(complete: Complete) -> dict[str, Any]:
+    """Notebook 06's namespace: the completion's own module globals if they hold 06's `pay`, else 06's lesson
+    cells loaded here (once per process)."""
+    g = getattr(complete, "__globals__", {})
+    if all(name in g for name in ("pay", "records", "wallets", "db", "provider", "complete")):
+        return g
+    if "06" not in _LOADED:
+        from ..lessons import load_lesson
+        _LOADED["06"] = load_lesson("06_saved_responses.ipynb")
+    return _LOADED["06"]
+
+
+def pay_held(complete: Complete, *, histories: int = HISTORIES) -> Any:
+    """06's `pay` with `complete(records, key, lease_token, response)` in place of its own completion, held to the
+    specification over `histories` generated histories: a `helpers.checker.Verdict`."""
+    from ..checker import check_handler
+
+    ns = lesson_namespace(complete)
+    kept = ns["complete"]
+    ns["complete"] = lambda key, lease_token, response: complete(ns["records"], key, lease_token, response)
+    try:
+        return check_handler(ns["pay"], histories=histories, steps=4, name="06's pay with your completion")
+    finally:
+        ns["complete"] = kept

@@ -14,7 +14,16 @@ not deleted, and SQS delivers it again after the visibility timeout. The checks:
    a transaction in progress, a 500 with and without the write applied. Only the marker's
    own failed condition means "already applied"; a consumer that reads any other
    cancellation as success deletes a message whose payment was never made;
-4. a message with a bad amount: a clear error, nothing written.
+4. a message with a bad amount: a clear error, nothing written;
+5. the specification (`helpers/specification.py`): the consumer, as a handler (`ConsumerSubject`), sent
+   generated histories by `helpers/checker.py`. Each request is one delivery of a message whose body carries the
+   operation ID (the caller's key), the wallet and the amount; a copy with the same invocation is SQS delivering
+   the same message again (same MessageId), another invocation is the producer's resend (a new MessageId). A
+   return deletes the message (success), an exception leaves it on the queue (unknown: delivered again at
+   quiescence). A consumer that reads any cancellation as "already applied" gets the shortest history in which
+   a payment was acknowledged and never made. An operation ID always carries one payment (`keys_reused=False`):
+   the producer makes it once per payment, and a marker with no payload, as in notebook 05, is right here, so
+   *bound to its payload* is not tried.
 """
 
 from __future__ import annotations
@@ -38,11 +47,13 @@ from ..dynamodb_errors import (
 from ..services.queues import fresh_queue
 from ..services.sqs_clock import use_virtual_time
 from ..tables import fresh_table, open_wallet, read_balance
+from .specified import broken, held
 from .verdict import Counterexample, Verdict, raised, verdict
 
 QueueConsumer = Callable[[Any, dict[str, Any]], Any]
 START, AMOUNT, PAYMENTS, VISIBILITY_TIMEOUT = 100, 5, 4, 30
 MAX_DELIVERIES = 40          # a consumer that never lets a message go is stopped here
+HISTORIES = 30               # generated histories for the specification's check (about 2 s on moto)
 
 # (kind, which action of a transaction carries the conflict, how a counterexample names the answer)
 ANSWERS = [
@@ -94,7 +105,8 @@ class _Queue:
                              f"the last one {_answered(last)}.")
 
 
-def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
+def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, schedules: int = 8,
+                        histories: int = HISTORIES) -> Verdict:
     """Does `consumer(table, message)` debit each payment once, however often it arrives? Returns a `Verdict`."""
     db = db or connect()
     use_virtual_time(db.clock)
@@ -181,6 +193,71 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
         if read_balance(table, "w") != START:
             raise Counterexample("the message with a bad amount changed the balance; it should write nothing.")
 
-    return verdict([runs, concurrent, dynamodb_answers, bad_input], (
+    held_by: list[Any] = []
+
+    def specification() -> None:
+        held_by.append(consumer_held(consumer, db=db, histories=histories))
+        broken(held_by[-1])
+
+    found = verdict([runs, concurrent, dynamodb_answers, bad_input, specification], (
         f"{schedules} runs with crashes and resends, 16 concurrent deliveries,\n"
-        f"{len(ANSWERS)} of DynamoDB's failure answers and bad input all handled."))
+        f"{len(ANSWERS)} of DynamoDB's failure answers and bad input all handled;"))
+    if found.passed:
+        found.message += f"\nyour consumer {held(held_by[-1])}."
+    return found
+
+
+# --- issue 23: the consumer as a handler, held to the specification ---------------------------------------------
+
+def consumer_held(consumer: QueueConsumer, *, db: Backend | None = None, histories: int = HISTORIES) -> Any:
+    """`consumer(table, message)` held to the specification over `histories` generated histories: a
+    `helpers.checker.Verdict`."""
+    from ..checker import check_handler
+
+    db = db or connect()
+    return check_handler(ConsumerSubject(consumer, db, fresh_table(db, "exercise-07")), histories=histories,
+                         steps=4, name="your consumer", keys_reused=False)
+
+
+def _consumer_subject() -> type:
+    from ..checker import ANSWERS as FAILURES
+    from ..checker import Subject
+    from ..dynamodb_errors import IN_PROGRESS_APPLIED
+    from ..faults import LostResponses
+
+    class ConsumerSubject(Subject):
+        """A queue consumer as a handler: each request one delivery of a message (see the module's docstring)."""
+
+        faults = ("lost", "answer", "in progress")
+        interleaves = hooks = False  # a delivery runs to its end; concurrent deliveries are a scenario check
+
+        def __init__(self, consumer: QueueConsumer, db: Backend, table: Any) -> None:
+            self.consumer = self.handler = consumer
+            self.g, self.name = {}, "your consumer"
+            self.clock, self.wallets, self.reader = db.clock, table, db.client()
+            self.lease, self.retention = float(VISIBILITY_TIMEOUT), 24 * 3600.0
+            self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=FAILURES, conflict_item=-1)
+            self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+                                              operations={"TransactWriteItems"})
+            self.clients, self.run, self.provider = [table.meta.client], 0, None
+
+        def begin(self) -> None:
+            from ..checker import WALLETS
+            self.run += 1
+            for wallet, balance in WALLETS.items():
+                open_wallet(self.wallets, wallet, balance)
+
+        def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
+                 caller: str) -> Any:
+            operation = f"{caller}-{key}"
+            message = {"MessageId": f"{operation}-{invocation}", "ReceiptHandle": f"r-{operation}-{invocation}",
+                       "Body": json.dumps({"operation_id": operation, **payload})}
+            self.consumer(self.wallets, message)          # returned: the message is deleted, the payment done
+            return {"status": 200, "body": json.dumps({"deleted": True, **payload})}
+
+    return ConsumerSubject
+
+
+def ConsumerSubject(consumer: QueueConsumer, db: Backend, table: Any) -> Any:  # noqa: N802 - made like a class
+    """A `helpers.checker.Subject` for `consumer` on `table` (the class is made on first use)."""
+    return _consumer_subject()(consumer, db, table)

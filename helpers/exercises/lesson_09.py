@@ -12,7 +12,17 @@ table and its payment provider):
    exactly one debit and one charge, and the charge's body returned;
 2. DynamoDB cancelling the first debit (`TransactionConflict`: the server answers 503):
    the client resends and the payment is made once;
-3. a payment the server refuses (400): the client raises after one request.
+3. a payment the server refuses (400): the client raises after one request;
+4. the specification (`helpers/specification.py`), when those pass: the client is the subject
+   (`ClientSubject`), and `helpers/checker.py` sends it generated histories of payments, each call of
+   `pay` a payment of its own (the client makes its key, so the checker cannot resend one: a call that
+   ends without a final answer breaks *live*), against the notebook's server with one fault per call:
+   a response lost (the server committed), DynamoDB answering the server's write with a conflict,
+   throttling, a 500 or a transaction in progress (503), the provider down (503). Per wallet, the money
+   debited, the money charged and the payments whose body the client returned must agree: a returned
+   body means applied. A refusal (a 4xx raised as `requests.HTTPError`) is a final answer.
+   Duplicates in flight (the 409s) are not generated: the server runs each request to its end, and a
+   client's own copies never overlap; 09's scenarios and tests cover them.
 """
 
 from __future__ import annotations
@@ -24,11 +34,13 @@ from ..dynamodb_errors import CONFLICT, DynamoDBErrors
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
 from .display import shown
+from .specified import broken, held
 from .verdict import Counterexample, Verdict, answer, verdict
 
 Pay = Callable[[str, dict, str], Any]
 
 WALLET, AMOUNT, OPENED_WITH, API_KEY, OWNER = "exercise-09", 10, 1000, "sk_test_alice", "acct_alice"
+HISTORIES = 20               # generated histories of payments through the reader's client
 
 
 def open_wallet(wallets: Any, wallet_id: str, balance: int) -> None:
@@ -38,7 +50,7 @@ def open_wallet(wallets: Any, wallet_id: str, balance: int) -> None:
 
 @shown
 def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wallets: Any, provider: Any,
-                          schedules: int = 4) -> Verdict:
+                          schedules: int = 4, histories: int = HISTORIES) -> Verdict:
     """Does `pay(url, payment, api_key)` pay once under lost responses and 503s, and stop on a 400? A `Verdict`."""
 
     def payment() -> dict[str, Any]:
@@ -103,8 +115,69 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
                 f"a payment of 0 is refused with a 400 (nothing to retry): your client sent {faults.sent} requests "
                 f"and answered {described(result, before)}; expected one request and an exception.")
 
-    return verdict(
-        [lost_responses, conflict, refused],
+    held_by: list[Any] = []
+
+    def specification() -> None:
+        held_by.append(client_held(pay, histories=histories))
+        broken(held_by[-1])
+
+    found = verdict(
+        [lost_responses, conflict, refused, specification],
         passed=f"{schedules} lost-response schedules, a 503 from a cancelled debit and a refused payment all "
                "handled: each payment made once.",
     )
+    if found.passed:
+        found.message += f" Your client {held(held_by[-1])}."
+    return found
+
+
+# --- issue 23: the client as the subject, held to the specification ---------------------------------------------
+
+def client_held(pay: Pay, *, histories: int = HISTORIES) -> Any:
+    """`pay(url, payment, api_key)` against notebook 09's server (read from its module globals: `server`, `lost`,
+    `wallets`, `records`, `open_account_wallet`, `db`, `provider`), held to the specification over `histories`
+    generated histories: a `helpers.checker.Verdict`."""
+    from ..checker import check_handler
+
+    return check_handler(ClientSubject(pay), histories=histories, steps=4, name="your client", keys_reused=False)
+
+
+def ClientSubject(pay: Pay) -> Any:  # noqa: N802 - made like a class, on first use (the checker brings hypothesis)
+    """A `helpers.checker.Subject` whose requests are calls of the reader's client (see the module's docstring)."""
+    import json
+
+    import requests
+
+    from ..checker import HttpSubject
+
+    class _ClientSubject(HttpSubject):
+        faults = ("lost", "answer", "in progress", "provider down")
+        interleaves, one_call_per_key = False, True
+
+        def __init__(self, namespace: dict[str, Any]) -> None:
+            missing = [n for n in ("server", "lost", "wallets", "records", "open_account_wallet", "db", "provider",
+                                   "LEASE_SECONDS", "RETENTION_SECONDS") if n not in namespace]
+            if missing:
+                raise ValueError(f"the client's module has no {', '.join(missing)}: run notebook 09's cells first")
+            super().__init__(namespace, name="your client")
+            self.handler = pay
+
+        def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Any, caller: str) -> Any:
+            try:
+                body = pay(self.ns["server"].url, dict(payload), self.CALLERS[caller])
+            except requests.HTTPError as error:                 # the server's answer, raised: final if a 4xx
+                return {"status": error.response.status_code, "body": error.response.text}
+            return {"status": 201, "body": json.dumps(body, sort_keys=True)}
+
+        def fired(self, fault: tuple | None) -> bool:
+            return fault is not None and fault[0] == "lost" or super().fired(fault)   # an HTTP answer lost
+
+        def arm(self, fault: tuple | None) -> None:
+            lost_http = fault is not None and fault[0] == "lost"
+            super().arm(None if lost_http else fault)          # DynamoDB's answers and the provider, on the server
+            if lost_http:
+                self.ns["lost"].reset(at=[fault[1]], how="close")   # the server commits, the connection closes
+            else:
+                self.ns["lost"].reset()
+
+    return _ClientSubject(getattr(pay, "__globals__", {}))

@@ -11,6 +11,15 @@ one that dies just after the provider charged (its connection ended on the serve
 process's is); a provider that fails; eight workers at once; an empty outbox. After each, a
 healthy worker drains what is left, and every payment must be charged exactly once and
 recorded. The first failure is the verdict: one counterexample, in lines of at most 100 chars.
+
+When those pass, the worker is held to the specification (`helpers/specification.py`): notebook 10's
+own `pay` (its namespace: the worker's module globals, or notebook 10's lesson cells loaded here)
+takes generated requests (`helpers.checker.OutboxSubject`) with the provider down for a request or
+two, and its outbox is drained by the reader's worker instead of the notebook's -- rounds of calls
+until it returns False, a raise leaving the row for the next round. Per wallet, the money debited,
+the money charged and the amounts answered must agree; a worker that marks a row delivered
+whose charge failed gets the shortest history that loses the payment. (Workers that die mid-way,
+and eight at once, are the scenarios above: the generated histories do not crash the worker.)
 """
 
 from __future__ import annotations
@@ -23,9 +32,12 @@ from ..clock import VirtualClock
 from ..concurrency import race
 from ..postgres import Postgres, postgres
 from ..services.payment_provider import PaymentProvider
+from .specified import broken, held
 from .verdict import Counterexample, Verdict, answer, raised, verdict
 
 Deliver = Callable[[Any, PaymentProvider], Any]
+HISTORIES = 20               # generated histories for notebook 10's pay drained by the reader's worker
+ROUNDS, CALLS_PER_ROUND = 4, 12
 
 OUTBOX = """
 CREATE TABLE outbox (
@@ -131,7 +143,8 @@ class _Run:
                                      f"delivered_at={delivered_at!r}.")
 
 
-def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers: int = 8) -> Verdict:
+def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers: int = 8,
+                        histories: int = HISTORIES) -> Verdict:
     """Does `deliver(conn, provider)` charge every outbox payment exactly once, whatever fails? A `Verdict`."""
     pg = pg or postgres()
     schema = pg.fresh_schema(f"exercise_10_{os.getpid()}")
@@ -173,8 +186,14 @@ def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers
             raise Counterexample(f"An empty outbox: expected False and no provider call,\ngot {result!r} "
                                  f"and {provider.calls} provider call(s).")
 
+    held_by: list[Any] = []
+
+    def specification() -> None:
+        held_by.append(worker_held(deliver, histories=histories))
+        broken(held_by[-1])
+
     try:
-        return verdict(
+        found = verdict(
             [one_worker,
              dies("die before", "died just before the provider call (its connection ended);"),
              dies("die after", "died just after the provider charged (its connection ended);"),
@@ -185,3 +204,51 @@ def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers
     finally:
         with pg.connect(schema="public", counted=False) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    if not found.passed:
+        return found
+    found = verdict([specification], passed=found.message)
+    if found.passed:
+        found.message += f"\nNotebook 10's pay with your worker {held(held_by[-1])}."
+    return found
+
+
+# --- issue 23: notebook 10's pay, its outbox drained by the reader's worker, held to the specification ----------
+
+_LOADED: dict[str, dict[str, Any]] = {}
+
+
+def lesson_namespace(deliver: Deliver) -> dict[str, Any]:
+    """Notebook 10's namespace: the worker's own module globals if they hold 10's `pay`, else 10's lesson cells
+    loaded here (once per process)."""
+    g = getattr(deliver, "__globals__", {})
+    if all(name in g for name in ("pay", "create_tables", "open_account", "balance", "connect", "pg")):
+        return g
+    if "10" not in _LOADED:
+        from ..lessons import load_lesson
+        _LOADED["10"] = load_lesson("10_postgres_shaped.ipynb")
+    return _LOADED["10"]
+
+
+def worker_held(deliver: Deliver, *, histories: int = HISTORIES) -> Any:
+    """10's `pay` with its outbox drained by `deliver(conn, provider)`, held to the specification over
+    `histories` generated histories: a `helpers.checker.Verdict`."""
+    from ..checker import OutboxSubject, check_handler
+
+    class WorkerSubject(OutboxSubject):
+        def drain(self) -> None:
+            for _ in range(ROUNDS):                      # a raise leaves its row for the next round
+                for _ in range(CALLS_PER_ROUND):
+                    conn = self.ns["connect"]()
+                    try:
+                        result = deliver(conn, self.provider)
+                    except Exception:  # the reader's code: the row stays pending
+                        result = None
+                    finally:
+                        conn.close()
+                    if result is not True:
+                        break
+                if result is False:
+                    return
+
+    return check_handler(WorkerSubject(lesson_namespace(deliver), name="10's pay with your worker"),
+                         histories=histories, steps=4)

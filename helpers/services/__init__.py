@@ -7,8 +7,8 @@ Each module has one job; open the one a notebook names:
     queues            fresh_queue() and a Consumer that can crash before deleting
     lambda_sqs        Lambda's SQS poller: batches, whole-batch failures, batchItemFailures
     lambda_streams    Lambda's DynamoDB Streams poller: shard order, whole-batch retries, bisect, checkpoints
-    sqs_clock         moto's SQS visibility timeouts on the virtual clock
-    fifo_dedup        FIFO deduplication's 5-minute window and group order, as AWS documents them
+    sqs_clock         kept for notebooks 00 and 07: the home is fidelity/sqs_clock
+    fifo_dedup        kept for notebook 07: the home is fidelity/fifo_dedup
     payment_provider  a fake provider that honours an idempotency key
-    powertools_clock  Powertools' idempotency utility on the virtual clock
+    powertools_clock  kept for notebook 06: the home is fidelity/powertools_clock
 """

@@ -14,7 +14,7 @@ after the visibility timeout. That is how a consumer says "nothing was written,
 try again" -- e.g. when DynamoDB cancelled its transaction for a conflict.
 
 SQS always comes from moto here. Put moto's SQS on the virtual clock first
-(`helpers.services.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
+(`helpers.fidelity.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
 with `clock.advance(...)` instead of a sleep.
 """
 

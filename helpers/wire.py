@@ -1,0 +1,262 @@
+"""The wire: every request a boto3 client sends, and the one place faults and watchers hook in.
+
+botocore sends each attempt through one private method of the client's endpoint,
+``Endpoint._do_get_response(request, operation_model, context)``, which returns what the caller's side
+of the wire got: ``((http_response, parsed), None)`` for an answer, ``(None, exception)`` for none.
+This module is the only code that replaces it: one `Wire` per endpoint, which runs the registered
+layers around botocore's own method in one fixed order, outermost (nearest the caller) first:
+
+    WATCHER         watch_attempts(), watch_answers(), meter's counters: see what the caller sees
+    FAILURE_ANSWER  DynamoDBErrors: one of DynamoDB's failure answers instead of the table's own
+    LOST_RESPONSE   LostResponses: the table answered, and the answer never arrives
+
+So a watcher sees the injected answers and the lost ones, whatever order things were installed in; a
+failure answer decides before a lost response (LostResponses numbers only the writes that reach the
+table, and loses an answer the table gave). Within one rank the layer registered last is outermost.
+
+Each layer is undoable: ``layer.install(target)`` returns the layer, ``layer.uninstall()`` removes it
+from every client it was installed on (in any order: the other layers stay), and ``with layer.install(t):``
+does both. When the last layer of an endpoint goes, botocore's own method is back.
+
+`watch_attempts(target, on_attempt)` calls you back after each attempt; `watch_answers(target, clock)`
+keeps each write's answer (`Answer`: HTTP status, error code, CancellationReasons, virtual time).
+
+>>> ORDER
+('watcher', 'failure answer', 'lost response')
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .clock import VirtualClock
+
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+
+WATCHER, FAILURE_ANSWER, LOST_RESPONSE = "watcher", "failure answer", "lost response"
+ORDER = (WATCHER, FAILURE_ANSWER, LOST_RESPONSE)       # outermost (nearest the caller) first
+
+Result = tuple[Any, Any]   # ((http_response, parsed), None), or (None, exception)
+
+
+def client_of(target: Any) -> Any:
+    """The botocore client behind `target`: a boto3 client, a resource or a Table."""
+    if hasattr(target, "_endpoint"):
+        return target
+    if hasattr(target, "meta") and hasattr(target.meta, "client"):
+        return target.meta.client
+    raise TypeError(f"expected a boto3 client, resource or Table, got {type(target).__name__}")
+
+
+@dataclass
+class Call:
+    """One attempt on its way through the layers: what was sent, and `send()` to pass it inwards."""
+
+    request: Any
+    operation_model: Any
+    context: Any
+    endpoint: Any
+    _inner: Callable[[], Result]
+
+    @property
+    def operation(self) -> str:
+        return self.operation_model.name
+
+    @property
+    def attempt(self) -> int:
+        """1 for the application's call, 2, 3 ... for botocore's own resends."""
+        return int((self.context or {}).get("retries", {}).get("attempt", 1))
+
+    def send(self) -> Result:
+        """What the layers inside this one (and then DynamoDB) answer."""
+        return self._inner()
+
+
+class Wire:
+    """The layers on one endpoint, run in `ORDER` around botocore's own `_do_get_response`."""
+
+    def __init__(self, endpoint: Any) -> None:
+        self.endpoint = endpoint
+        self._own = "_do_get_response" in vars(endpoint)       # someone else's attribute: put it back on undo
+        self._original = endpoint._do_get_response
+        self._layers: tuple[tuple[int, int, Callable[[Call], Result]], ...] = ()
+        self._count = 0
+
+    def add(self, layer: Callable[[Call], Result], rank: str) -> Registration:
+        with _lock:
+            if not self._layers:
+                self.endpoint._do_get_response = self._do_get_response
+            self._count += 1
+            entry = (ORDER.index(rank), -self._count, layer)    # later in a rank: further out
+            self._layers = tuple(sorted(self._layers + (entry,), key=lambda e: e[:2]))
+        return Registration(self, entry)
+
+    def remove(self, entry: tuple[int, int, Callable[[Call], Result]]) -> None:
+        with _lock:
+            if entry not in self._layers:
+                return
+            self._layers = tuple(e for e in self._layers if e is not entry)
+            if not self._layers:
+                if self._own:
+                    self.endpoint._do_get_response = self._original
+                else:
+                    del self.endpoint._do_get_response          # botocore's own method, from the class
+                _wires.pop(self.endpoint, None)
+
+    def _do_get_response(self, request: Any, operation_model: Any, context: Any) -> Result:
+        layers = [layer for _, _, layer in self._layers]      # a snapshot: installs during a call wait
+
+        def through(i: int) -> Result:
+            if i == len(layers):
+                return self._original(request, operation_model, context)
+            return layers[i](Call(request, operation_model, context, self.endpoint, lambda: through(i + 1)))
+
+        return through(0)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One layer on one endpoint; `remove()` takes it off."""
+
+    wire: Wire
+    entry: tuple[int, int, Callable[[Call], Result]]
+
+    def remove(self) -> None:
+        self.wire.remove(self.entry)
+
+
+_lock = threading.RLock()
+_wires: weakref.WeakKeyDictionary[Any, Wire] = weakref.WeakKeyDictionary()
+
+
+def wire_of(target: Any) -> Wire:
+    """The `Wire` on `target`'s endpoint (made on first use)."""
+    endpoint = client_of(target)._endpoint
+    with _lock:
+        wire = _wires.get(endpoint)
+        if wire is None:
+            wire = _wires[endpoint] = Wire(endpoint)
+        return wire
+
+
+class Layer:
+    """A fault or a watcher on the wire: `install(target)` returns self, `uninstall()` undoes every install.
+
+    A subclass names its `rank` (one of `ORDER`) and handles each attempt in `on_wire(call)`, returning
+    `call.send()` or an answer of its own.
+    """
+
+    rank: str = WATCHER
+
+    def on_wire(self, call: Call) -> Result:
+        return call.send()
+
+    def install(self, target: Any) -> Any:
+        """Put this layer on `target` (a boto3 client, resource or Table) from now on; returns self."""
+        registration = wire_of(target).add(self.on_wire, self.rank)
+        self.__dict__.setdefault("_registrations", []).append(registration)
+        return self
+
+    def uninstall(self) -> None:
+        """Take this layer off every client it was installed on; the other layers stay."""
+        registrations = self.__dict__.get("_registrations", [])
+        while registrations:
+            registrations.pop().remove()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.uninstall()
+
+
+# --- watchers ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Attempt:
+    """One request on the wire."""
+
+    operation: str        # e.g. "UpdateItem"
+    number: int           # 1 for the application's own call, 2, 3 … for botocore's retries
+    answered: bool        # an HTTP answer came back (success or a DynamoDB error)
+    error: str | None     # the exception the attempt ended with, e.g. "ReadTimeoutError"
+
+
+class AttemptWatcher(Layer):
+    """Calls `on_attempt(attempt)` after each request (of `operations`, if given) on the wire."""
+
+    def __init__(self, on_attempt: Callable[[Attempt], None], operations: Iterable[str] | None = None) -> None:
+        if not callable(on_attempt):
+            raise TypeError(f"on_attempt must be callable, got {type(on_attempt).__name__}")
+        self.on_attempt, self.operations = on_attempt, None if operations is None else frozenset(operations)
+
+    def on_wire(self, call: Call) -> Result:
+        result = call.send()
+        if self.operations is None or call.operation in self.operations:
+            error = result[1]
+            self.on_attempt(Attempt(call.operation, call.attempt, error is None,
+                                    None if error is None else type(error).__name__))
+        return result
+
+
+def watch_attempts(target: Any, on_attempt: Callable[[Attempt], None], *,
+                   operations: Iterable[str] | None = None) -> AttemptWatcher:
+    """Call `on_attempt(attempt)` after each request `target` (client, resource or Table) sends; returns the watcher."""
+    return AttemptWatcher(on_attempt, operations).install(target)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One request on the wire, and what came back."""
+
+    operation: str               # e.g. "UpdateItem"
+    attempt: int                 # 1 for the application's call, 2, 3 ... for botocore's own resends
+    status: int | None           # the HTTP status, or None when no answer arrived
+    code: str                    # "OK", DynamoDB's error code, or the exception (e.g. "ReadTimeoutError")
+    reasons: tuple[str, ...]     # CancellationReasons codes, one per action (transactions only)
+    t: float                     # virtual time when the answer came back
+
+    def __str__(self) -> str:
+        status = "no answer" if self.status is None else str(self.status)
+        reasons = f" [{', '.join(self.reasons)}]" if self.reasons else ""
+        return f"{status} {self.code}{reasons}"
+
+
+class AnswerLog(Layer):
+    """The answers the clients it is installed on got to their writes, in order; `uninstall()` stops recording."""
+
+    def __init__(self, clock: VirtualClock, *, on_answer: Callable[[Answer], None] | None = None,
+                 operations: Iterable[str] = WRITES) -> None:
+        self.answers: list[Answer] = []
+        self.clock, self.on_answer, self.operations = clock, on_answer, frozenset(operations)
+
+    @property
+    def sends(self) -> int:
+        """How many requests went on the wire."""
+        return len(self.answers)
+
+    def on_wire(self, call: Call) -> Result:
+        result = call.send()
+        if call.operation in self.operations:
+            response, error = result
+            if error is not None:
+                answer = Answer(call.operation, call.attempt, None, type(error).__name__, (), self.clock.now())
+            else:
+                http, parsed = response
+                code = parsed.get("Error", {}).get("Code", "OK") if http.status_code >= 300 else "OK"
+                reasons = tuple(r.get("Code", "None") for r in parsed.get("CancellationReasons", []))
+                answer = Answer(call.operation, call.attempt, http.status_code, code, reasons, self.clock.now())
+            self.answers.append(answer)
+            if self.on_answer is not None:
+                self.on_answer(answer)
+        return result
+
+
+def watch_answers(target: Any, clock: VirtualClock, *, on_answer: Callable[[Answer], None] | None = None,
+                  operations: Iterable[str] = WRITES) -> AnswerLog:
+    """Record every answer `target` (a client, resource or Table) gets to a write; returns the log."""
+    return AnswerLog(clock, on_answer=on_answer, operations=operations).install(target)
