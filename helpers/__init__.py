@@ -22,7 +22,10 @@ their own folders:
     http_server      serve(): an ASGI app on uvicorn, 127.0.0.1, a free port, from the kernel
     http_faults      LostHttpResponses: the server commits, the HTTP client times out
     postgres         postgres(): an embedded PostgreSQL (pgserver), or the one $RETRY_POSTGRES_URL names
-    lessons          load_lesson(): another notebook's own imports and lesson cells, run here
+    lessons          load_lesson(): another notebook's own imports and lesson cells, run here; swapped()
+    late_retry       01's late retry (packed lost, shipped, packed again) run against an update; as_events()
+    aba              04's ABA history (A lost, B, A resent) run against a debit, for its table and swimlane
+    scenarios        06's six scenarios run against a handler, logged and drawn (the harness, not the lesson)
     specification    the four properties every retry-safe handler holds (once, bound, truthful, live)
     checker          check_handler(): generated histories against a handler, held to the specification
     charts, notebook display settings and small chart functions

@@ -1,4 +1,4 @@
-"""Small chart functions. Each draws one message from a DataFrame it is given."""
+"""Small chart functions. Each draws one message from a DataFrame it is given: lines(), and 03's balances()."""
 
 from __future__ import annotations
 
@@ -21,5 +21,27 @@ def lines(frame: pd.DataFrame, *, title: str, xlabel: str, ylabel: str) -> None:
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    ax.legend(frameon=False)
+    plt.show()
+
+
+def balances(frame: pd.DataFrame, *, title: str) -> None:
+    """Notebook 03's headline: the balance after each payment, one line per debit function.
+
+    Two pairs of lines coincide exactly (idempotent on the true balance, a fresh ID per retry on the naive
+    debit). Each pair's first line is drawn wide and pale underneath, its twin thin with markers on top, so
+    both stay visible.
+    """
+    fig, ax = plt.subplots()
+    x = frame.index
+    _ = ax.plot(x, frame["true balance"], color="black", linewidth=8, alpha=0.2, label="true balance")
+    _ = ax.plot(x, frame["idempotent"], color="tab:green", marker="s", markersize=5, linewidth=1.5,
+                label="idempotent (exactly on the true balance)")
+    _ = ax.plot(x, frame["naive"], color="tab:red", linewidth=8, alpha=0.25, label="naive")
+    _ = ax.plot(x, frame["fresh ID per retry"], color="tab:orange", marker="^", markersize=6,
+                linestyle=":", linewidth=1.5, label="fresh ID per retry (exactly on naive)")
+    ax.set_title(title)
+    ax.set_xlabel("payments made (logical operations)")
+    ax.set_ylabel("balance read back from the table")
     ax.legend(frameon=False)
     plt.show()

@@ -7,6 +7,10 @@ teaches today (and a fix made in 06 shows up here too).
     lesson_06 = load_lesson("06_saved_responses.ipynb")
     lesson_06["pay"]            # 06's handler, working on 06's tables in this kernel's backend
 
+`swapped(lesson_06, end_lease=give_back)` puts a function in place of one of the loaded lesson's own for
+the length of a `with` block, and puts the lesson's back however the block ends: the loaded handler calls
+the variant inside (its functions look their names up in that namespace).
+
 `call_with(function, **arguments)` calls a loaded function by its parameter names, so a
 caller does not depend on their order (06 may take a caller scope or not).
 
@@ -56,9 +60,12 @@ def display_settings_kept() -> Iterator[None]:
             pd.set_option(name, value)
 
 
-def run_cells(notebook: str, globals_: dict[str, Any], *, name: str | None = None) -> dict[str, Any]:
-    """`notebook`'s namespace after its `imports` cells, then `globals_`, then its `lesson` cells (as they print)."""
-    namespace: dict[str, Any] = {"__name__": name or f"lesson:{notebook}"}
+def run_cells(notebook: str, globals_: dict[str, Any], *, name: str | None = None,
+              into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`notebook`'s namespace after its `imports` cells, then `globals_`, then its `lesson` cells (as they print).
+
+    `into`: run them in that namespace instead of a new one."""
+    namespace: dict[str, Any] = {"__name__": name or f"lesson:{notebook}"} if into is None else into
     imports, lessons = lesson_cells(notebook, "imports"), lesson_cells(notebook, "lesson")
     for source in imports:
         exec(compile(source, f"{notebook}[imports]", "exec"), namespace)
@@ -68,8 +75,12 @@ def run_cells(notebook: str, globals_: dict[str, Any], *, name: str | None = Non
     return namespace
 
 
-def load_lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
+def load_lesson(notebook: str, into: dict[str, Any] | None = None, **globals_: Any) -> dict[str, Any]:
     """`notebook`'s namespace after running its `imports` cells, then `globals_`, then its `lesson` cells.
+
+    `into=globals()` runs them in the calling notebook's own namespace instead (a deep dive that
+    continues a lesson): the lesson's functions and the caller's code then share one set of names,
+    so a provider or a function the caller replaces is the one the lesson's handler uses.
 
     Anything those cells print is swallowed: the loading notebook prints what it means to. The
     loaded notebook's display settings (its `helpers.setup()`, its pandas options, matplotlib's
@@ -78,7 +89,24 @@ def load_lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
     if not lesson_cells(notebook, "lesson"):
         raise LessonNotFound(f"{notebook} has no cells tagged 'lesson'")
     with contextlib.redirect_stdout(io.StringIO()), display_settings_kept():
-        return run_cells(notebook, globals_)
+        return run_cells(notebook, globals_, into=into)
+
+
+@contextlib.contextmanager
+def swapped(namespace: dict[str, Any], **replacements: Any) -> Iterator[dict[str, Any]]:
+    """Inside the block, `namespace[name]` is `replacements[name]`; afterwards the originals are back.
+
+    Raises KeyError naming a name the namespace does not have (a typo would otherwise swap nothing).
+    """
+    missing = sorted(set(replacements) - set(namespace))
+    if missing:
+        raise KeyError(f"the lesson has no {', '.join(missing)} to swap")
+    originals = {name: namespace[name] for name in replacements}
+    namespace.update(replacements)
+    try:
+        yield namespace
+    finally:
+        namespace.update(originals)
 
 
 ALIASES = {

@@ -167,3 +167,23 @@ def _zoom(ax: Any, frame: pd.DataFrame, row: dict[str, int], zoom: tuple[float, 
 def _looks_bad(text: str) -> bool:
     words = ("504", "502", "timeout", "timed out", "crash", "gives up", "lost", "gone", "discarded", "Error")
     return any(word in text for word in words)
+
+
+def put_attempts(log: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 02's run log (one row per `put_item` attempt: `attempt`, `t`, `caller_saw`, and the order's
+    `created_at` read back after it) as events on the client and table lanes, ready for `swimlanes()`."""
+    events: list[dict[str, Any]] = []
+    stamped = None
+    for attempt, t, saw, created_at in log[["attempt", "t", "caller_saw", "created_at"]].itertuples(index=False):
+        events.append({"t": t, "lane": "client", "event": f"put_item, attempt {attempt}", "to": "table"})
+        did = (f"writes the order (created_at {created_at} s)" if stamped is None else
+               f"overwrites it (created_at {stamped} → {created_at} s)" if created_at != stamped else
+               "condition fails: writes nothing")
+        stamped = created_at
+        if saw == "timeout":
+            events += [{"t": t, "lane": "table", "event": did, "to": ""},
+                       {"t": t, "lane": "client", "event": "timeout: the answer is lost", "to": ""}]
+        else:
+            events += [{"t": t, "lane": "table", "event": did, "to": "client"},
+                       {"t": t, "lane": "client", "event": f"told: {saw}", "to": ""}]
+    return pd.DataFrame(events)

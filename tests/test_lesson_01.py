@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import BadInput, LostResponses, read_item
+from helpers.late_retry import late_retry
 
 from notebook_code import lesson
 
@@ -58,13 +59,13 @@ def test_the_sender_gives_up_after_max_attempts(nb):
 
 
 def test_a_late_fixed_value_retry_overwrites_newer_state(nb):
-    log = nb["late_retry"](nb["set_status"])
+    log = late_retry(nb["set_status"], nb)
     assert list(log["caller_saw"]) == ["timeout", "applied", "applied"]
     assert list(log["status_now"]) == ["packed", "shipped", "packed"]
 
 
 def test_the_guarded_update_rejects_the_late_retry(nb):
-    log = nb["late_retry"](nb["advance_status"])
+    log = late_retry(nb["advance_status"], nb)
     assert list(log["caller_saw"]) == ["timeout", "applied", "StaleUpdate"]
     assert list(log["status_now"]) == ["packed", "shipped", "shipped"]
 

@@ -1,5 +1,7 @@
-"""Notebook 06's own saved-response handler (and Powertools beside it) under crashes, leases, duplicates
-and every failure answer DynamoDB can give (helpers/dynamodb_errors.py), through the notebook's own functions."""
+"""Notebook 06's own saved-response handler (and Powertools beside it, from the deep dive 11) under crashes, leases,
+duplicates and every failure answer DynamoDB can give (helpers/dynamodb_errors.py), through the notebooks' own
+functions. Notebook 11 runs 06's cells in its own namespace, so `lesson(NB11)` holds both: 06's `pay`, `claim`,
+`complete`... and 11's Powertools handlers around 06's work."""
 
 from __future__ import annotations
 
@@ -24,18 +26,19 @@ from helpers.dynamodb_errors import (
 from helpers.exercises import check_fenced_completion
 from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
 from helpers.meter import CallCounter
+from helpers.scenarios import Crash, crash_at, scenario
 from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
 
 from notebook_code import lesson
 
-NB = "06_saved_responses.ipynb"
+NB, NB11 = "06_saved_responses.ipynb", "11_saved_responses_in_depth.ipynb"
 pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
 _keys = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def nb():
-    return lesson(NB)
+    return lesson(NB11)          # 06's own cells and 11's, in one namespace (as 11 runs them)
 
 
 def fresh_run(nb):
@@ -72,7 +75,7 @@ def test_property_one_debit_one_charge_every_replay_the_first_response(nb, sched
     def call(hook=lambda step: None):
         try:
             answers.append(pay(key, nb["PAYLOAD"], next(invocations), hook))
-        except nb["Crash"]:
+        except Crash:
             pass
 
     def interrupt_at(at, stall):
@@ -88,7 +91,7 @@ def test_property_one_debit_one_charge_every_replay_the_first_response(nb, sched
 
     for kind, arg in schedule:
         if kind == "call":
-            call(nb["crash_at"](arg) if arg else (lambda step: None))
+            call(crash_at(arg) if arg else (lambda step: None))
             called = True
         elif kind in ("stall", "duplicate"):
             call(interrupt_at(arg, stall=kind == "stall"))
@@ -121,15 +124,15 @@ def test_concurrent_duplicates_one_debit_one_charge(nb, handler):
 @pytest.mark.parametrize("handler", ["pay", "pay_powertools"])
 def test_scenarios_without_takeover_agree(nb, handler):
     for name in ["retry after success", "different payload", "in-flight duplicate", "crash after debit, retries"]:
-        row = nb["scenario"](name, nb[handler])
+        row = scenario(name, nb[handler], nb)
         assert (row["debits"], row["charges"]) == (1, 1), name
-    assert nb["scenario"]("retry after 25 h", nb[handler])["debits"] == 2
+    assert scenario("retry after 25 h", nb[handler], nb)["debits"] == 2
 
 
 def test_fenced_completion_keeps_the_new_owners_response_powertools_does_not(nb):
-    assert nb["scenario"]("lease taken over", nb["pay"])["caller saw"] == " → ".join(["201 ch_0001 inv-2"] * 3)
+    assert scenario("lease taken over", nb["pay"], nb)["caller saw"] == " → ".join(["201 ch_0001 inv-2"] * 3)
     key = f"t06-{next(_keys)}"
-    row = nb["scenario"]("lease taken over", nb["pay_powertools"], key=key)
+    row = scenario("lease taken over", nb["pay_powertools"], nb, key=key)
     assert row["caller saw"] == "201 ch_0001 inv-2 → 201 ch_0001 inv-1 → 201 ch_0001 inv-1"   # overwritten
     item = helpers.read_item(nb["powertools_table"], {"pk": "pay-in-lambda#" + _digest(key)})
     assert json.loads(json.loads(item["data"])["body"])["served_by"] == "inv-1"
@@ -142,7 +145,7 @@ def _digest(key, caller="shop-a"):
 
 
 def test_powertools_outside_lambda_has_no_in_progress_expiry_a_crash_blocks_the_key(nb):
-    row = nb["scenario"]("crash after debit, retries", nb["pay_powertools_outside_lambda"])
+    row = scenario("crash after debit, retries", nb["pay_powertools_outside_lambda"], nb)
     assert row["caller saw"] == "crashed → 409 → 409 → 409" and (row["debits"], row["charges"]) == (1, 0)
 
 

@@ -42,6 +42,7 @@ from hypothesis import strategies as st
 import helpers
 from helpers import backends
 from helpers.concurrency import race
+from helpers.scenarios import Crash, crash_at
 from helpers.services.payment_provider import PaymentProvider
 
 EXAMPLES = examples(moto=1000, elsewhere=200)   # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look
@@ -271,7 +272,7 @@ def run_handler(schedule) -> list[str]:
     def call(k, hook=lambda step: None):
         try:
             answers.setdefault(k, []).append(code["pay"](key(k), payload(k), next(invocations), hook))
-        except (code["Crash"], ReadTimeoutError):
+        except (Crash, ReadTimeoutError):
             answers.setdefault(k, [])
 
     def interrupt_at(k, at, stall):
@@ -298,7 +299,7 @@ def run_handler(schedule) -> list[str]:
             if lose:
                 table, offset = LOSE[lose]
                 faults[table].arm(offset)
-            call(k, code["crash_at"](arg) if arg else (lambda step: None))
+            call(k, crash_at(arg) if arg else (lambda step: None))
             for f in faults.values():
                 f.arm(None)
         elif kind in ("stall", "duplicate"):

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from harness.delivery import SUCCESS, failure_answers
 from harness.resends import resend_until_told
-from harness.rigs import NB01, NB02, NB03, NB05, NB06, NB07, RUN, EmptyNowAndThen, notebooks, table_for
+from harness.rigs import NB01, NB02, NB03, NB05, NB07, NB11, RUN, EmptyNowAndThen, notebooks, table_for
 from harness.schedules import Counts, examples, smallest
 from harness.schedules import failure_answers as schedules
 from hypothesis import HealthCheck, given, settings
@@ -192,7 +192,7 @@ def pay_until_201(code: dict[str, Any], handler: str, schedule: list[str | None]
 
 @pytest.mark.parametrize("handler", HANDLERS_06)
 def test_saved_response_handlers_06_charge_once_and_never_claim_success_falsely(handler):
-    code = nb(NB06)
+    code = nb(NB11)
 
     @settings(max_examples=max(EXAMPLES // 3, 20), deadline=None, suppress_health_check=list(HealthCheck))
     @given(schedule=schedules)
@@ -211,7 +211,7 @@ def test_saved_response_handlers_06_charge_once_and_never_claim_success_falsely(
 
 def test_powertools_outside_lambda_06_is_caught_blocking_a_key_after_a_500():
     """Without a Lambda context there is no in-progress expiry: a 500 after the claim landed blocks the key."""
-    code = nb(NB06)
+    code = nb(NB11)
 
     def blocked(schedule):
         return pay_until_201(code, "pay_powertools_outside_lambda", schedule)["first"] is None

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining
 
 @pytest.fixture(scope="module")
 def nb():
-    return lesson("06_saved_responses.ipynb")
+    return lesson("11_saved_responses_in_depth.ipynb")     # 06's pay, and 11's Powertools around 06's work
 
 
 def report(verdict: Verdict) -> None:

@@ -3,19 +3,24 @@
     python tools/add_navigation.py           # rewrite what is out of date, say what changed
     python tools/add_navigation.py --check   # change nothing; exit 1 if anything is out of date
 
-The lessons are `notebooks/NN_*.ipynb`, in number order. Each one's first cell starts with `# NN · Title`, says
-`*Reading time: about M minutes`, and its notebook metadata holds the README's "what you learn" text and the
-question 00's map asks of it (`metadata["lesson"]["summary"]`, `metadata["lesson"]["question"]`). From those
-this writes:
+The lessons are `notebooks/NN_*.ipynb`, in number order. Each one's first cell starts with `# NN · Title`, and
+its notebook metadata holds the README's "what you learn" text, the question 00's map asks of it, whether it is
+on the workshop's core path or a deep dive (and what a deep dive assumes), and its minutes by the model of
+tools/minutes.py: `metadata["lesson"]` = `{"summary": ..., "question": ..., "path": "core" | "deep-dive",
+"assumes": "06" (deep dives, optional), "minutes": {"teaching": N, "exercises": M}}`. From those this writes:
 
 - the navigation line (`*Is it safe to retry?* · [← previous] · [Index] · [next →]`) in each lesson's first
-  cell and as the last line of its last cell;
+  cell and as the last line of its last cell; on the core path, when the next lesson is a deep dive, it also
+  points to the next core lesson;
+- the header's time line (`*Core path · about N minutes of teaching, M of exercise.*`), which starts the
+  italic line after **What you will learn**;
 - a solution's line back to its exercise (`notebooks/solutions/NN_*_solution.ipynb`);
 - the three lists of lessons: the README's course table (between its `<!-- lessons -->` markers), the README's
   "The story" line (between its `<!-- story -->` markers) and notebook 00's map (the table headed
-  `| # | notebook | the question |`).
+  `| # | notebook | the question |`);
+- WORKSHOP.md's schedule (between its `<!-- schedule -->` markers), from the core lessons' minutes.
 
-A new lesson needs its file, its title, its reading time and its summary: nothing here is typed twice.
+A new lesson needs its file, its title and its metadata: nothing here is typed twice.
 """
 
 from __future__ import annotations
@@ -33,11 +38,17 @@ NOTEBOOKS = ROOT / "notebooks"
 README = ROOT / "README.md"
 BRAND = "*Is it safe to retry?*"
 TITLE = re.compile(r"^# (\d\d) · (.+)$", re.MULTILINE)
-MINUTES = re.compile(r"\*Reading time: about (\d+) minutes")
+TIME_LINE = re.compile(r"^\*(?:Core path|Deep dive)[^.*]*\.", re.MULTILINE)
+PATHS = {"core": "core", "deep-dive": "deep dive"}
 BEGIN = "<!-- lessons: written by tools/add_navigation.py from each notebook; edit the notebooks, not this table -->"
 END = "<!-- end of lessons -->"
 STORY_BEGIN, STORY_END = "<!-- story: written by tools/add_navigation.py -->", "<!-- end of story -->"
 MAP_HEADER = "| # | notebook | the question |"
+WORKSHOP = ROOT / "WORKSHOP.md"
+SCHEDULE_BEGIN = "<!-- schedule: written by tools/add_navigation.py from the core lessons' minutes -->"
+SCHEDULE_END = "<!-- end of schedule -->"
+OPENING, BREAK, WORKSHOP_MINUTES = 10, 10, 180
+BREAK_AFTER = (2, 4)          # a break after the second and the fourth core lesson
 
 
 @dataclass(frozen=True)
@@ -45,13 +56,32 @@ class Lesson:
     path: Path
     number: str
     title: str
-    minutes: str
     summary: str
     question: str
+    path_name: str     # "core" or "deep-dive"
+    teaching: int
+    exercises: int
+    assumes: str = ""
 
     @property
     def label(self) -> str:
         return f"{self.number} {self.title}"
+
+    @property
+    def core(self) -> bool:
+        return self.path_name == "core"
+
+    @property
+    def time_line(self) -> str:
+        """The header's generated sentence: which path, and the declared minutes."""
+        where = "Core path" if self.core else "Deep dive" + (f", assumes {self.assumes}" if self.assumes else "")
+        exercise = f", {self.exercises} of exercise" if self.exercises else "; no exercise"
+        return f"*{where} · about {self.teaching} minutes of teaching{exercise}."
+
+    @property
+    def minutes_cell(self) -> str:
+        """The README's minutes: teaching + exercise."""
+        return f"{self.teaching} + {self.exercises}" if self.exercises else f"{self.teaching}"
 
 
 def lessons() -> list[Lesson]:
@@ -60,18 +90,25 @@ def lessons() -> list[Lesson]:
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         first = nb.cells[0].source if nb.cells else ""
-        title, minutes = TITLE.match(first), MINUTES.search(first)
-        summary = nb.metadata.get("lesson", {}).get("summary", "").strip()
-        question = nb.metadata.get("lesson", {}).get("question", "").strip()
-        if not (title and minutes and summary and question):
+        meta = nb.metadata.get("lesson", {})
+        title, time_line = TITLE.match(first), TIME_LINE.search(first)
+        summary, question = meta.get("summary", "").strip(), meta.get("question", "").strip()
+        minutes = meta.get("minutes", {})
+        timed = (isinstance(minutes, dict) and set(minutes) == {"teaching", "exercises"}
+                 and all(isinstance(v, int) and v >= 0 for v in minutes.values()))
+        if not (title and time_line and summary and question and meta.get("path") in PATHS and timed):
             missing = [name for name, ok in (("'# NN · Title' first line", title),
-                                             ("'*Reading time: about M minutes'", minutes),
+                                             ("an italic time line ('*Core path' or '*Deep dive')", time_line),
                                              ("metadata.lesson.summary", summary),
-                                             ("metadata.lesson.question", question)) if not ok]
+                                             ("metadata.lesson.question", question),
+                                             ("metadata.lesson.path, 'core' or 'deep-dive'", meta.get("path") in PATHS),
+                                             ("metadata.lesson.minutes, {'teaching': N, 'exercises': M}", timed))
+                       if not ok]
             raise ValueError(f"{path.name}: needs {', '.join(missing)}")
         if not path.name.startswith(title[1] + "_"):
             raise ValueError(f"{path.name}: its title says {title[1]}, its file name does not")
-        found.append(Lesson(path, title[1], title[2], minutes[1], summary, question))
+        found.append(Lesson(path, title[1], title[2], summary, question, meta["path"], minutes["teaching"],
+                            minutes["exercises"], str(meta.get("assumes", ""))))
     numbers = [lesson.number for lesson in found]
     if numbers != [f"{n:02d}" for n in range(len(found))]:
         raise ValueError(f"lessons must be numbered 00, 01, ... without gaps; found {numbers}")
@@ -89,6 +126,10 @@ def navigation(all_lessons: list[Lesson], index: int) -> str:
     if index + 1 < len(all_lessons):
         after = all_lessons[index + 1]
         parts.append(f"[{after.label} →]({after.path.name})")
+    if all_lessons[index].core:
+        next_core = next((x for x in all_lessons[index + 1:] if x.core), None)
+        if next_core is not None and next_core is not all_lessons[index + 1]:
+            parts.append(f"[core path: {next_core.label} →]({next_core.path.name})")
     return " · ".join(parts)
 
 
@@ -97,9 +138,19 @@ def solution_navigation(lesson: Lesson) -> str:
 
 
 def course_table(all_lessons: list[Lesson]) -> str:
-    rows = ["| # | notebook | what you learn | minutes |", "|---|---|---|---|"]
-    rows += [f"| {x.number} | [{x.title}](notebooks/{x.path.name}) | {x.summary} | {x.minutes} |" for x in all_lessons]
+    rows = ["| # | notebook | what you learn | path | minutes (teaching + exercise) |", "|---|---|---|---|---|"]
+    rows += [f"| {x.number} | [{x.title}](notebooks/{x.path.name}) | {x.summary} | {_path_cell(x)} | "
+             f"{x.minutes_cell} |" for x in all_lessons]
+    core = [x for x in all_lessons if x.core]
+    total = sum(x.teaching + x.exercises for x in core)
+    rows.append(f"| | **the core path** | {', '.join(x.number for x in core)} | core | {total} |")
     return "\n".join(rows)
+
+
+def _path_cell(lesson: Lesson) -> str:
+    if lesson.core:
+        return "**core**"
+    return "deep dive" + (f" (assumes {lesson.assumes})" if lesson.assumes else "")
 
 
 def story(all_lessons: list[Lesson]) -> str:
@@ -124,6 +175,37 @@ def lesson_map(all_lessons: list[Lesson]) -> str:
         name = f"**{x.title}** (this one)" if x.number == "00" else f"[{x.title}]({x.path.name})"
         rows.append(f"| {x.number} | {name} | {x.question} |")
     return "\n".join(rows)
+
+
+def schedule(all_lessons: list[Lesson]) -> str:
+    """WORKSHOP.md's schedule: the opening, each core lesson's declared minutes, two breaks, and the close."""
+    def clock(minute: int) -> str:
+        return f"{minute // 60}:{minute % 60:02d}"
+
+    rows = ["| time | what | minutes |", "|---|---|---|"]
+    now = 0
+
+    def add(what: str, minutes: int) -> None:
+        nonlocal now
+        rows.append(f"| {clock(now)}–{clock(now + minutes)} | {what} | {minutes} |")
+        now += minutes
+
+    add("**Opening.** The question: *is it safe to retry?* Show 00's first swimlane (a client times out, the write "
+        "had committed, the resend debits again) and its table of the four ways a request arrives twice. Learners "
+        "check their Run All of 00.", OPENING)
+    core = [x for x in all_lessons if x.core]
+    for n, lesson in enumerate(core, 1):
+        add(f"**{lesson.label}** ({lesson.teaching} teaching + {lesson.exercises} exercise)",
+            lesson.teaching + lesson.exercises)
+        if n in BREAK_AFTER:
+            add("break", BREAK)
+    close = WORKSHOP_MINUTES - now
+    if close < 10:
+        raise ValueError(f"the core path leaves {close} minutes of {WORKSHOP_MINUTES} for the close: at least 10")
+    add("**Close.** Each lesson's three key points, read back by the room; questions; the deep dives.", close)
+    total = sum(x.teaching + x.exercises for x in core)
+    return "\n".join(rows) + (f"\n\nThe core path: {total} minutes by the model, in a workshop of "
+                              f"{WORKSHOP_MINUTES} with the opening, two breaks and {close} minutes to close.")
 
 
 def _with_map(source: str, table: str) -> str:
@@ -157,9 +239,14 @@ def _with_nav(source: str, nav: str, *, last: bool) -> str:
     return "\n".join(lines)
 
 
-def _write_notebook(path: Path, navs: list[tuple[int, str, bool]], write: bool, map_table: str = "") -> bool:
+def _write_notebook(path: Path, navs: list[tuple[int, str, bool]], write: bool, map_table: str = "",
+                    time_line: str = "") -> bool:
     nb = nbformat.read(path, as_version=4)
     changed = False
+    if time_line:
+        new = TIME_LINE.sub(lambda _: time_line, nb.cells[0].source, count=1)
+        if new != nb.cells[0].source:
+            nb.cells[0].source, changed = new, True
     if map_table:
         cells = [cell for cell in nb.cells if cell.cell_type == "markdown" and MAP_HEADER in cell.source.split("\n")]
         if not cells:
@@ -184,7 +271,7 @@ def run(write: bool) -> list[str]:
     for index, lesson in enumerate(all_lessons):
         nav = navigation(all_lessons, index)
         map_table = lesson_map(all_lessons) if index == 0 else ""
-        if _write_notebook(lesson.path, [(0, nav, False), (-1, nav, True)], write, map_table):
+        if _write_notebook(lesson.path, [(0, nav, False), (-1, nav, True)], write, map_table, lesson.time_line):
             changed.append(str(lesson.path.relative_to(ROOT)))
         solution = NOTEBOOKS / "solutions" / f"{lesson.path.stem}_solution.ipynb"
         if solution.exists() and _write_notebook(solution, [(0, solution_navigation(lesson), False)], write):
@@ -196,6 +283,12 @@ def run(write: bool) -> list[str]:
         changed.append("README.md")
         if write:
             README.write_text(new, encoding="utf-8")
+    workshop = WORKSHOP.read_text(encoding="utf-8")
+    new = _between(workshop, SCHEDULE_BEGIN, SCHEDULE_END, schedule(all_lessons), "WORKSHOP.md (around the schedule)")
+    if new != workshop:
+        changed.append("WORKSHOP.md")
+        if write:
+            WORKSHOP.write_text(new, encoding="utf-8")
     return changed
 
 

@@ -36,7 +36,7 @@ from notebook_list import NOTEBOOKS, ROOT, notebooks  # noqa: E402
 CONFIG = ROOT / "book" / "_config.yml"
 DEFAULT_OUT = ROOT / "build" / "book"
 LANDING = "README"
-EXTRA_PAGES = ["CONTRIBUTING"]  # the README links to it; in the book it is a page of its own
+EXTRA_PAGES = ["CONTRIBUTING", "WORKSHOP"]  # the README links to them; in the book each is a page of its own
 
 
 def toc(paths: list[Path] | None = None) -> dict:

@@ -22,6 +22,7 @@ RUN = uuid.uuid4().hex[:8]           # request IDs never meet an earlier run's (
 NB01, NB02, NB03 = "01_fixed_value_updates.ipynb", "02_conditional_creates.ipynb", "03_request_id_increments.ipynb"
 NB04, NB05, NB06 = "04_where_it_stops.ipynb", "05_remembering_every_request.ipynb", "06_saved_responses.ipynb"
 NB07 = "07_event_sources.ipynb"
+NB11 = "11_saved_responses_in_depth.ipynb"   # 06's own cells, and the Powertools handlers beside them
 
 
 def notebooks() -> Callable[[str], dict[str, Any]]:
