@@ -20,7 +20,7 @@ raises for a wrong answer, so an unsolved exercise does not stop "Run All".
                                          helpers.exercises.lesson_10: it needs PostgreSQL)
     verdict    Verdict, the steps every checker shares, and Specification (the collection's checker, last)
     display    shown(), shown_by_line(): a checker's verdict displayed wrapped to 100 characters a line
-    specified  broken(), held(): the specification's checker inside an exercise (06, 07, 10)
+    specified  broken(), held(), namespace_of(): the specification's checker inside an exercise (06, 07, 10)
 """
 
 from .lesson_00 import check_payment_handler

@@ -29,7 +29,7 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .specified import broken, held
+from .specified import broken, held, namespace_of
 from .verdict import Counterexample, Verdict, answer, raised, resend, snapshot, verdict
 
 Complete = Callable[[Any, str, str, dict], Any]
@@ -168,19 +168,11 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
 
 # --- issue 23: the reader's completion inside 06's own pay, held to the specification ---------------------------
 
-_LOADED: dict[str, dict[str, Any]] = {}
-
-
 def lesson_namespace(complete: Complete) -> dict[str, Any]:
     """Notebook 06's namespace: the completion's own module globals if they hold 06's `pay`, else 06's lesson
     cells loaded here (once per process)."""
-    g = getattr(complete, "__globals__", {})
-    if all(name in g for name in ("pay", "records", "wallets", "db", "provider", "complete")):
-        return g
-    if "06" not in _LOADED:
-        from ..lessons import load_lesson
-        _LOADED["06"] = load_lesson("06_saved_responses.ipynb")
-    return _LOADED["06"]
+    return namespace_of(complete, "06_saved_responses.ipynb",
+                        ("pay", "records", "wallets", "db", "provider", "complete"))
 
 
 def pay_held(complete: Complete, *, histories: int = HISTORIES) -> Any:

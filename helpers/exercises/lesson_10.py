@@ -32,7 +32,7 @@ from ..clock import VirtualClock
 from ..concurrency import race
 from ..postgres import Postgres, postgres
 from ..services.payment_provider import PaymentProvider
-from .specified import broken, held
+from .specified import broken, held, namespace_of
 from .verdict import Counterexample, Verdict, answer, raised, verdict
 
 Deliver = Callable[[Any, PaymentProvider], Any]
@@ -214,19 +214,11 @@ def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers
 
 # --- issue 23: notebook 10's pay, its outbox drained by the reader's worker, held to the specification ----------
 
-_LOADED: dict[str, dict[str, Any]] = {}
-
-
 def lesson_namespace(deliver: Deliver) -> dict[str, Any]:
     """Notebook 10's namespace: the worker's own module globals if they hold 10's `pay`, else 10's lesson cells
     loaded here (once per process)."""
-    g = getattr(deliver, "__globals__", {})
-    if all(name in g for name in ("pay", "create_tables", "open_account", "balance", "connect", "pg")):
-        return g
-    if "10" not in _LOADED:
-        from ..lessons import load_lesson
-        _LOADED["10"] = load_lesson("10_postgres_shaped.ipynb")
-    return _LOADED["10"]
+    return namespace_of(deliver, "10_postgres_shaped.ipynb",
+                        ("pay", "create_tables", "open_account", "balance", "connect", "pg"))
 
 
 def worker_held(deliver: Deliver, *, histories: int = HISTORIES) -> Any:

@@ -9,6 +9,7 @@ counterexample: the property, how it broke, and the shortest history found, in l
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .verdict import Counterexample
@@ -26,3 +27,18 @@ def held(verdict: Any) -> str:
     """The PASS line's words for a verdict that held."""
     untried = f" ({', '.join(verdict.untried)}: not tried)" if verdict.untried else ""
     return f"held to the specification over {verdict.histories} histories{untried}"
+
+
+_LOADED: dict[str, dict[str, Any]] = {}
+
+
+def namespace_of(function: Callable[..., Any], notebook: str, needs: Iterable[str]) -> dict[str, Any]:
+    """The lesson's namespace for the reader's `function`: its own module globals if they hold every name in `needs`
+    (it was written in the lesson's notebook), else the lesson's cells of `notebook` loaded here, once per process."""
+    g = getattr(function, "__globals__", {})
+    if all(name in g for name in needs):
+        return g
+    if notebook not in _LOADED:
+        from ..lessons import load_lesson
+        _LOADED[notebook] = load_lesson(notebook)
+    return _LOADED[notebook]
