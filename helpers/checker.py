@@ -93,6 +93,7 @@ from .specification import (
 )
 from .tables import open_wallet as _open_wallet
 from .tables import read_balance as _read_balance
+from .wire import client_of
 
 WALLETS = {"alice": 1000, "bob": 1000}
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
@@ -605,9 +606,11 @@ def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _client(value: Any) -> Any:
-    if hasattr(value, "_endpoint") and hasattr(value, "meta"):
-        return value
-    client = getattr(getattr(value, "meta", None), "client", None)
+    """The botocore client behind `value` (a client, resource or Table), or None for anything else."""
+    try:
+        client = client_of(value)
+    except TypeError:
+        return None
     return client if hasattr(client, "_endpoint") else None
 
 

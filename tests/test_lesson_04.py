@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
+from harness.schedules import has_aba
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,11 +45,6 @@ def new_wallet(nb, table, balance=START):
     wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:6]}"
     nb["open_wallet"](table, wallet_id, balance)
     return wallet_id
-
-
-def has_aba(order):
-    """Does some request come back after a different request was delivered?"""
-    return any(order[i] == order[k] != order[j] for i, j, k in itertools.combinations(range(len(order)), 3))
 
 
 def last_request_id_model(order):

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
+from harness.schedules import has_aba
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,10 +46,6 @@ def new_wallet(nb, table, balance=START):
     wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:8]}"
     nb["open_wallet"](table, wallet_id, balance)
     return wallet_id
-
-
-def has_aba(order):
-    return any(order[i] == order[k] != order[j] for i, j, k in itertools.combinations(range(len(order)), 3))
 
 
 def deliver(nb, db, name, debit, order, lost=(), sdk_retries=False):
