@@ -73,8 +73,8 @@ dynamodb-local: test-dynamodb-local
 notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/refresh_notebooks.py
 
-# Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test, ~31 min
-# of the ~30), and writes the tables into README.md.
+# Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test alone
+# takes ~31 min), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
 	$(BIN)/python tools/bench.py --write --tiers --install
 
