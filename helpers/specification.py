@@ -30,13 +30,13 @@ Designs that give a property up on purpose say which (the lessons name it beside
 |---|---|
 | the naive debit (notebook 03) | once |
 | `last_request_id` (03, 04): an old ID after a newer one (ABA) | once |
-| `last_request_id`; a ledger marker with no payload (05, 08): an ID reused, another amount | bound to its payload |
+| `last_request_id`; a ledger marker with no payload (05, 07, 08): an ID reused, another amount | bound to its payload |
 | 04's overdraft guard: a late copy, after another debit, told "insufficient funds", its money taken | once |
 | every cancellation read as a duplicate (08's `debit_mistaken`): a conflict answered "already applied" | once |
-| Powertools' idempotency utility, in Lambda: completion not fenced on the lease (06) | truthful |
-| Powertools, on an error: its record deleted, fingerprint and all (06) | once, bound to its payload |
-| Powertools outside Lambda: no in-progress expiry, a crash blocks its key (06) | live |
-| giving the key back on an error (06's `give_back`) | once, bound to its payload |
+| Powertools' idempotency utility, in Lambda: completion not fenced on the lease (11) | truthful |
+| Powertools, on an error: its record deleted, fingerprint and all (11) | once, bound to its payload |
+| Powertools outside Lambda: no in-progress expiry, a crash blocks its key (11) | live |
+| giving the key back on an error (11's `give_back`) | once, bound to its payload |
 """
 
 from __future__ import annotations
