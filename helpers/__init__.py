@@ -11,8 +11,6 @@ their own folders:
     faults           LostResponses: the write commits, the caller times out
     dynamodb_errors  DynamoDBErrors: conflicts, throttling and 500s; answer_of(), botocore_resends()
     schedule         Schedule: which requests a fault falls on, seeded (faults, http_faults, dynamodb_errors)
-    failure_answers  kept for notebook 08: watch_answers() (wire) and answer_of() (dynamodb_errors)
-    attempts         kept for notebook 00: watch_attempts() (wire)
     clock            VirtualClock: time that only moves when told
     ids              RequestIds: seeded, uuid-shaped request IDs
     events           EventLog: rows of what happened, as a DataFrame

@@ -31,7 +31,6 @@ from typing import Any
 
 MAX_DIGITS = 38                 # DynamoDB numbers carry at most 38 significant digits
 MAX_REQUEST_ID_BYTES = 36       # a uuid; also the longest ClientRequestToken DynamoDB accepts
-MAX_REQUEST_ID_LENGTH = MAX_REQUEST_ID_BYTES  # the old name, kept for callers
 MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
 MAX_ITEM_BYTES = 400 * 1024

@@ -44,8 +44,8 @@ from ..dynamodb_errors import (
     THROTTLING,
     DynamoDBErrors,
 )
+from ..fidelity.sqs_clock import use_virtual_time
 from ..services.queues import fresh_queue
-from ..services.sqs_clock import use_virtual_time
 from ..tables import fresh_table, open_wallet, read_balance
 from .specified import broken, held
 from .verdict import Counterexample, Verdict, raised, verdict

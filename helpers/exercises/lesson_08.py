@@ -39,9 +39,10 @@ from ..dynamodb_errors import (
     THROTTLED,
     THROTTLING,
     DynamoDBErrors,
+    answer_of,
 )
-from ..failure_answers import answer_of, watch_answers
 from ..tables import fresh_table, read_item
+from ..wire import watch_answers
 from .display import shown_by_line
 from .verdict import (
     Counterexample,
