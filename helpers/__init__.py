@@ -9,7 +9,7 @@ their own folders:
     validation       check_debit(): bad input fails before anything is sent
     wire             the one owner of botocore's response hook: faults and watchers in one order; client_of()
     faults           LostResponses: the write commits, the caller times out
-    dynamodb_errors  DynamoDBErrors: conflicts, throttling and 500s; answer_of(), botocore_resends()
+    dynamodb_errors  ErrorResponses: conflicts, throttling and 500s; answer_of(), botocore_resends()
     schedule         Schedule: which requests a fault falls on, seeded (faults, http_faults, dynamodb_errors)
     clock            VirtualClock: time that only moves when told
     ids              RequestIds: seeded, uuid-shaped request IDs
@@ -35,7 +35,7 @@ their own folders:
 from . import charts, concurrency
 from .backends import connect
 from .clock import VirtualClock
-from .dynamodb_errors import DynamoDBErrors
+from .dynamodb_errors import ErrorResponses
 from .events import EventLog
 from .faults import LostResponses
 from .ids import RequestIds
@@ -45,7 +45,7 @@ from .validation import BadInput, WalletNotFound, check_debit
 
 __all__ = [
     "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
-    "connect", "VirtualClock", "EventLog", "LostResponses", "DynamoDBErrors", "RequestIds", "setup",
+    "connect", "VirtualClock", "EventLog", "LostResponses", "ErrorResponses", "RequestIds", "setup",
     "fresh_table", "empty_table", "open_wallet", "read_balance", "read_item",
     "BadInput", "WalletNotFound", "check_debit", "check_handler",
 ]

@@ -70,7 +70,7 @@ from .dynamodb_errors import (
     IN_PROGRESS,
     IN_PROGRESS_APPLIED,
     THROTTLED,
-    DynamoDBErrors,
+    ErrorResponses,
 )
 from .faults import LostResponses
 from .services.payment_provider import PaymentProvider
@@ -213,8 +213,8 @@ class Subject:
         self.lease = float(self.g.get("LEASE_SECONDS", 30))
         self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=ANSWERS, conflict_item=-1)
+        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                           operations={"TransactWriteItems"})
         self.clients = list(clients.values())
         self.run = 0
@@ -329,8 +329,8 @@ class DebitSubject(Subject):
                 raise ValueError(f"opening gives a balance to each of {', '.join(WALLETS)}, got {sorted(opening)}")
             self.opening = dict(opening)
         self.lease, self.retention = 30.0, 24 * 3600.0
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=ANSWERS, conflict_item=-1)
+        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                           operations={"TransactWriteItems"})
         self.clients, self.run, self.provider = [_client(self.wallets)], 0, None
         self.wallet_key: dict[str, Any] | None = None
@@ -388,8 +388,8 @@ class HttpSubject(Subject):
         self.clock, self.wallets, self.reader = namespace["db"].clock, namespace["wallets"], namespace["db"].client()
         self.lease = float(namespace["LEASE_SECONDS"])
         self.retention = float(namespace["RETENTION_SECONDS"])
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=ANSWERS, conflict_item=-1)
+        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                           operations={"TransactWriteItems"})
         self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
         self.run, self.provider = 0, None
@@ -488,7 +488,7 @@ class RecordSubject:
 
     def __init__(self, write: Callable[..., Any], table: Any, name: str | None = None) -> None:
         self.write, self.table, self.name = write, table, name or getattr(write, "__name__", "write")
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=ANSWERS, conflict_item=-1)
         self.run = 0
 
     def begin(self) -> None:

@@ -1,7 +1,7 @@
 """DynamoDB's own failure answers, injected: conflicts, throttling, 500s.
 
 Neither moto nor DynamoDB Local ever cancels a transaction for a conflict,
-throttles, or fails with a 500 on its own; AWS does. A `DynamoDBErrors`
+throttles, or fails with a 500 on its own; AWS does. An `ErrorResponses`
 schedule makes chosen write requests get one of those answers instead, shaped
 as DynamoDB sends it (error code, message, HTTP status, `CancellationReasons`),
 so a handler can be tested against every answer a write can get.
@@ -117,7 +117,7 @@ _SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words the
 }
 
 
-class DynamoDBErrors(Schedule, Layer):
+class ErrorResponses(Schedule, Layer):
     """Which write requests get which of DynamoDB's failure answers.
 
     `at` maps the n-th write request (0, 1, 2, ... in order of sending, retries included)
@@ -128,9 +128,9 @@ class DynamoDBErrors(Schedule, Layer):
     or, with `impossible="skip"` (for schedules generated without knowing each write's operation),
     that request gets DynamoDB's own answer.
 
-    >>> DynamoDBErrors(at={1: CONFLICT}).decide_many(3)
+    >>> ErrorResponses(at={1: CONFLICT}).decide_many(3)
     [None, 'TransactionConflict', None]
-    >>> DynamoDBErrors(p=0.5, seed=3, kinds=(THROTTLING,)).decide_many(4)
+    >>> ErrorResponses(p=0.5, seed=3, kinds=(THROTTLING,)).decide_many(4)
     ['Throttling', 'Throttling', None, 'Throttling']
     """
 

@@ -2,9 +2,10 @@
 
 `Schedule` numbers the requests it is asked about 0, 1, 2, ... in the order they come (retries
 included) and picks some of them: request n is picked if n is in `at`, otherwise with probability
-`p`, drawn from a generator seeded with `seed`. The injected faults are schedules:
-`helpers.faults.LostResponses` (DynamoDB's answer lost), `helpers.http_faults.LostHttpResponses`
-(an HTTP answer lost) and `helpers.dynamodb_errors.DynamoDBErrors` (one of DynamoDB's failure answers).
+`p`, drawn from a generator seeded with `seed`. The injected faults are schedules, each named for
+the responses it hands a picked request's caller: `helpers.faults.LostResponses` (DynamoDB's answer
+lost), `helpers.http_faults.LostHttpResponses` (an HTTP answer lost) and
+`helpers.dynamodb_errors.ErrorResponses` (one of DynamoDB's failure answers instead of its own).
 Each says what a picked request gets by overriding `fault()`.
 """
 

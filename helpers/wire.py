@@ -7,7 +7,7 @@ This module is the only code that replaces it: one `Wire` per endpoint, which ru
 layers around botocore's own method in one fixed order, outermost (nearest the caller) first:
 
     WATCHER         watch_attempts(), watch_answers(), meter's counters: see what the caller sees
-    FAILURE_ANSWER  DynamoDBErrors: one of DynamoDB's failure answers instead of the table's own
+    FAILURE_ANSWER  ErrorResponses: one of DynamoDB's failure answers instead of the table's own
     LOST_RESPONSE   LostResponses: the table answered, and the answer never arrives
 
 So a watcher sees the injected answers and the lost ones, whatever order things were installed in; a

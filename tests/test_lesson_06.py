@@ -21,7 +21,7 @@ from helpers.dynamodb_errors import (
     CONFLICT,
     ERROR_500_APPLIED,
     IN_PROGRESS_APPLIED,
-    DynamoDBErrors,
+    ErrorResponses,
 )
 from helpers.exercises import check_fenced_completion
 from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, use_virtual_time
@@ -224,7 +224,7 @@ HANDLERS = ["pay", "pay_powertools", "pay_powertools_outside_lambda"]
 
 
 def inject(nb, schedule, conflict_item=-1):
-    errors = DynamoDBErrors(at=schedule, conflict_item=conflict_item, impossible="skip")  # in-progress: transactions
+    errors = ErrorResponses(at=schedule, conflict_item=conflict_item, impossible="skip")  # in-progress: transactions
     for target in (nb["records"], nb["wallets"], nb["powertools_client"]):
         errors.install(target)
     return errors
@@ -288,7 +288,7 @@ def test_an_answer_that_never_stops_is_an_error_never_a_success_without_effects(
 def test_a_conflict_in_either_slot_is_never_read_as_already_debited(nb, slot):
     fresh_run(nb)
     debit_key = f"t06-{next(_keys)}"
-    errors = DynamoDBErrors(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
+    errors = ErrorResponses(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
     try:
         with pytest.raises(ClientError) as raised:
             nb["debit_once"](nb["WALLET"], 10, debit_key)

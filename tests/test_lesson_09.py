@@ -16,7 +16,7 @@ from urllib3.util.retry import Retry
 
 import helpers
 from helpers.concurrency import race
-from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, DynamoDBErrors, kinds_for
+from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, ErrorResponses, kinds_for
 from helpers.exercises import check_retrying_client
 from helpers.services.payment_provider import PaymentProvider
 
@@ -284,7 +284,7 @@ WRITES = [(0, "claim", "PutItem"), (1, "debit", "TransactWriteItems"), (2, "comp
                                            for kind in kinds_for(operation, KINDS)])
 def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fresh, kind, n, step):
     nb, key = fresh, next(_keys)
-    errors = DynamoDBErrors(at={n: kind}).install(nb["records"])
+    errors = ErrorResponses(at={n: kind}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)
@@ -311,7 +311,7 @@ def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fr
 def test_a_conflict_on_the_debit_is_a_503_with_nothing_debited(fresh):
     nb, key = fresh, next(_keys)
     markers = debit_markers(nb)
-    errors = DynamoDBErrors(at={1: CONFLICT}).install(nb["records"])
+    errors = ErrorResponses(at={1: CONFLICT}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)
@@ -507,7 +507,7 @@ def test_a_key_reused_with_another_payload_after_the_provider_failed_is_refused(
 def test_a_saved_response_lost_to_throttling_is_finished_forward_not_replaced(fresh):
     """The completion is throttled past botocore's retries after the charge: no other body may use the key."""
     nb, key = fresh, next(_keys)
-    errors = DynamoDBErrors(at={2: THROTTLED, 3: THROTTLED, 4: THROTTLED}).install(nb["records"])
+    errors = ErrorResponses(at={2: THROTTLED, 3: THROTTLED, 4: THROTTLED}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)

@@ -42,7 +42,7 @@ from ..dynamodb_errors import (
     IN_PROGRESS,
     THROTTLED,
     THROTTLING,
-    DynamoDBErrors,
+    ErrorResponses,
 )
 from ..fidelity.sqs_clock import use_virtual_time
 from ..services.queues import fresh_queue
@@ -160,7 +160,7 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
             table = fresh()
             queue = _Queue(db, sqs, table, consumer)
             queue.send({"operation_id": "op-1", "wallet": "w", "amount": AMOUNT})
-            errors = DynamoDBErrors(at={0: kind}, conflict_item=conflict_item).install(table)
+            errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
             try:
                 queue.drain()
             finally:
@@ -237,8 +237,8 @@ def _consumer_subject() -> type:
             self.g, self.name = {}, "your consumer"
             self.clock, self.wallets, self.reader = db.clock, table, db.client()
             self.lease, self.retention = float(VISIBILITY_TIMEOUT), 24 * 3600.0
-            self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=FAILURES, conflict_item=-1)
-            self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+            self.lost, self.errors = LostResponses(), ErrorResponses(kinds=FAILURES, conflict_item=-1)
+            self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                               operations={"TransactWriteItems"})
             self.clients, self.run, self.provider = [table.meta.client], 0, None
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..dynamodb_errors import CONFLICT, DynamoDBErrors
+from ..dynamodb_errors import CONFLICT, ErrorResponses
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
 from .display import shown
@@ -94,7 +94,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         open_wallet(wallets, WALLET, OPENED_WITH)
         before = provider.charges
         faults.reset()
-        errors = DynamoDBErrors(at={0: CONFLICT}).install(wallets)
+        errors = ErrorResponses(at={0: CONFLICT}).install(wallets)
         try:
             result = answer(lambda: pay(url, payment(), API_KEY))
         finally:
