@@ -90,6 +90,13 @@ TRANSACTION_ONLY = frozenset({IN_PROGRESS, IN_PROGRESS_APPLIED})  # answers only
 # on a transaction's last action (-1) and on its first (0). Tests and checkers iterate over it.
 ANSWERS = tuple((kind, -1) for kind in ALL_KINDS) + ((CONFLICT, 0),)
 
+# One kind for each different thing a failure answer can mean to a handler, the ones helpers.checker draws
+# from: nothing written and botocore does not resend (CONFLICT); nothing written and botocore resends
+# (THROTTLED; THROTTLING means the same); a 500 after the write applied, and one before. The two
+# TransactionInProgress kinds are left out: only TransactWriteItems gets them, so they need a schedule of
+# their own (the checker keeps one, on transactions only).
+DISTINCT_KINDS = (CONFLICT, THROTTLED, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED)
+
 
 def kinds_for(operation: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, ...]:
     """The kinds of `kinds` that DynamoDB can answer `operation` with.

@@ -42,7 +42,10 @@ _keys = RequestIds(seed=6)
 
 
 class Crash(BaseException):
-    """The process dies here: no except-clause of the handler runs (like a Lambda timeout or OOM)."""
+    """The attempt dies at this step: no `except Exception` of the handler runs (a Lambda timeout, an OOM).
+
+    The one crash every harness raises: these scenarios' `crash_at` and helpers.checker's generated histories.
+    """
 
 
 def crash_at(step: str) -> Callable[[str], None]:

@@ -220,8 +220,8 @@ def consumer_held(consumer: QueueConsumer, *, db: Backend | None = None, histori
 
 
 def _consumer_subject() -> type:
-    from ..checker import ANSWERS as FAILURES
     from ..checker import Subject
+    from ..dynamodb_errors import DISTINCT_KINDS as FAILURES
     from ..dynamodb_errors import IN_PROGRESS_APPLIED
     from ..faults import LostResponses
 
