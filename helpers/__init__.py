@@ -6,7 +6,7 @@ their own folders:
 
     backends         connect(): moto (default), dynamodb-local or aws
     tables           fresh tables, wallets, consistent reads, empty_table()
-    validation       check_debit(): bad input fails before anything is sent
+    validation       check_debit(): bad input fails before anything is sent; BadInput, for any helper
     wire             the one owner of botocore's response hook: faults and watchers in one order; client_of()
     faults           LostResponses: the write commits, the caller times out
     dynamodb_errors  ErrorResponses: conflicts, throttling and 500s; answer_of(), botocore_resends()

@@ -1,4 +1,5 @@
-"""Checks on the arguments of a debit, made before anything is sent.
+"""Checks on the arguments of a debit, made before anything is sent; and `BadInput`, the one error
+every helper raises for an argument it cannot accept.
 
 Bad input must fail loudly and write nothing, so every lesson's debit function
 starts with `check_debit(...)`. Each error names the problem.
@@ -37,7 +38,12 @@ MAX_ITEM_BYTES = 400 * 1024
 
 
 class BadInput(ValueError):
-    """A debit argument is not acceptable; nothing was written."""
+    """An argument a helper or a lesson's function cannot accept; raised before anything is written or done.
+
+    One error for every such argument, whatever was wrong with it -- a negative amount, a request ID too long,
+    a queue setting out of range, a clock that is not a `VirtualClock`, a swimlane with no events -- so a
+    lesson catches one name. Its message names the argument and what was wrong.
+    """
 
 
 class WalletNotFound(LookupError):
