@@ -38,10 +38,11 @@ from ..dynamodb_errors import (
     IN_PROGRESS_APPLIED,
     THROTTLED,
     THROTTLING,
-    DynamoDBErrors,
+    ErrorResponses,
+    answer_of,
 )
-from ..failure_answers import answer_of, watch_answers
 from ..tables import fresh_table, read_item
+from ..wire import watch_answers
 from .display import shown_by_line
 from .verdict import (
     Counterexample,
@@ -129,7 +130,7 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
     def failure_answers() -> None:
         for kind, item, described in ANSWERS:
             table, wallet_id = new_wallet()
-            DynamoDBErrors(at={0: kind}, conflict_item=item).install(table)
+            ErrorResponses(at={0: kind}, conflict_item=item).install(table)
             wire = watch_answers(table, db.clock)
             result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
             left = balance(table, wallet_id)
@@ -143,7 +144,7 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
 
     def endless_conflict() -> None:
         table, wallet_id = new_wallet()
-        DynamoDBErrors(at={n: CONFLICT for n in range(ENDLESS)}, conflict_item=0).install(table)
+        ErrorResponses(at={n: CONFLICT for n in range(ENDLESS)}, conflict_item=0).install(table)
         wire = watch_answers(table, db.clock)
         result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
         times = [a.t for a in wire.answers]

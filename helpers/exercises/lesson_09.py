@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..dynamodb_errors import CONFLICT, DynamoDBErrors
+from ..dynamodb_errors import CONFLICT, ErrorResponses
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
 from .display import shown
@@ -77,12 +77,12 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         for seed in range(schedules):
             open_wallet(wallets, WALLET, OPENED_WITH)
             before = provider.charges
-            faults.reset(p=0.5, seed=seed, at=[0], how="close")
+            faults.restart(p=0.5, seed=seed, at=[0], how="close")
             try:
                 result = answer(lambda: pay(url, payment(), API_KEY))
                 lost, sent = list(faults.lost), faults.sent
             finally:
-                faults.reset()
+                faults.restart()
             if not paid_once(result, before):
                 raise Counterexample(
                     f"one payment of {AMOUNT}, responses of requests {lost} lost (seed {seed}; {sent} requests "
@@ -93,8 +93,8 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
     def conflict() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
         before = provider.charges
-        faults.reset()
-        errors = DynamoDBErrors(at={0: CONFLICT}).install(wallets)
+        faults.restart()
+        errors = ErrorResponses(at={0: CONFLICT}).install(wallets)
         try:
             result = answer(lambda: pay(url, payment(), API_KEY))
         finally:
@@ -108,7 +108,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
     def refused() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
         before = provider.charges
-        faults.reset()
+        faults.restart()
         result = answer(lambda: pay(url, {"wallet": WALLET, "amount": 0}, API_KEY))
         if not isinstance(result, Exception) or faults.sent != 1 or provider.charges != before:
             raise Counterexample(
@@ -176,8 +176,8 @@ def ClientSubject(pay: Pay) -> Any:  # noqa: N802 - made like a class, on first 
             lost_http = fault is not None and fault[0] == "lost"
             super().arm(None if lost_http else fault)          # DynamoDB's answers and the provider, on the server
             if lost_http:
-                self.ns["lost"].reset(at=[fault[1]], how="close")   # the server commits, the connection closes
+                self.ns["lost"].restart(at=[fault[1]], how="close")   # the server commits, the connection closes
             else:
-                self.ns["lost"].reset()
+                self.ns["lost"].restart()
 
     return _ClientSubject(getattr(pay, "__globals__", {}))
