@@ -65,7 +65,6 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 
 from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, ErrorResponses
 from .faults import LostResponses
-from .scenarios import Crash
 from .services.payment_provider import PaymentProvider
 from .specification import (
     BOUND,
@@ -77,6 +76,7 @@ from .specification import (
     SUCCESS,
     TRUTHFUL,
     UNKNOWN,
+    Crash,
     Operation,
     Violation,
     check_answer,
@@ -695,7 +695,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                                       f" -> {in_words(answer)}",
                               # issue 23, for Verdict.draw: the fault injected, the step a crash hit
                               "fault": list(fault) if fault else None,
-                              "crashed_at": str(answer) if type(answer).__name__ == "Crash" else None,
+                              "crashed_at": str(answer) if isinstance(answer, Crash) else None,
                               "kind": classify(answer)})
 
         @rule(request=requests, crash_at=steps if subject.crashes else st.none(), fault=faults, during=during)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from .ids import RequestIds
 from .services.payment_provider import PaymentProvider, watch_charges
+from .specification import Crash
 from .swimlanes import swimlanes
 from .tables import open_wallet, read_balance
 from .wire import Answer, watch_answers
@@ -39,13 +40,6 @@ LANES = ["caller", "handler", "idempotency record", "wallet", "provider"]
 WORDS = {"PutItem": "claim", "TransactWriteItems": "debit", "UpdateItem": "complete", "DeleteItem": "release",
          "GetItem": "read"}
 _keys = RequestIds(seed=6)
-
-
-class Crash(BaseException):
-    """The attempt dies at this step: no `except Exception` of the handler runs (a Lambda timeout, an OOM).
-
-    The one crash every harness raises: these scenarios' `crash_at` and helpers.checker's generated histories.
-    """
 
 
 def crash_at(step: str) -> Callable[[str], None]:

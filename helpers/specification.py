@@ -57,6 +57,14 @@ NOTHING_WRITTEN = frozenset({MISMATCH, REFUSED})   # 409 says "not finished, ret
 REFUSING_ERRORS = ("KeyReused",)   # a debit's own "this key holds another debit; nothing written" (notebook 06)
 
 
+class Crash(BaseException):
+    """The attempt dies at this step: no `except Exception` of the handler runs (a Lambda timeout, an OOM).
+
+    Its caller gets no answer. The one crash every harness raises: 06's scenarios' `crash_at`, notebook 10's,
+    and helpers.checker's generated histories.
+    """
+
+
 class Violation(AssertionError):
     """A property broke: `prop` names it, `sentence` says how in plain words, `history` is what happened."""
 
@@ -98,7 +106,7 @@ def in_words(answer: Any) -> str:
             return f'{answer["status"]} {body!r:.40}'
         shown = " ".join(map(str, values.values())) if isinstance(values, dict) else str(values)
         return f'{answer["status"]} {shown}'[:60]
-    return "crashed" if type(answer).__name__ == "Crash" else type(answer).__name__
+    return "crashed" if isinstance(answer, Crash) else type(answer).__name__
 
 
 @dataclass

@@ -26,8 +26,9 @@ from helpers.dynamodb_errors import (
 from helpers.exercises import check_fenced_completion
 from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, use_virtual_time
 from helpers.meter import CallCounter
-from helpers.scenarios import Crash, crash_at, scenario
+from helpers.scenarios import crash_at, scenario
 from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
+from helpers.specification import Crash
 
 from notebook_code import lesson
 

@@ -42,8 +42,9 @@ from hypothesis import strategies as st
 import helpers
 from helpers import backends
 from helpers.concurrency import race
-from helpers.scenarios import Crash, crash_at
+from helpers.scenarios import crash_at
 from helpers.services.payment_provider import PaymentProvider
+from helpers.specification import Crash
 
 EXAMPLES = examples(moto=1000, elsewhere=200)   # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look
 PROVE = settings(max_examples=EXAMPLES,
