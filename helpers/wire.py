@@ -6,7 +6,7 @@ of the wire got: ``((http_response, parsed), None)`` for an answer, ``(None, exc
 This module is the only code that replaces it: one `Wire` per endpoint, which runs the registered
 layers around botocore's own method in one fixed order, outermost (nearest the caller) first:
 
-    WATCHER         watch_attempts(), watch_answers(), meter's counters: see what the caller sees
+    WATCHER         watch_answers(), meter's counters: see what the caller sees
     FAILURE_ANSWER  ErrorResponses: one of DynamoDB's failure answers instead of the table's own
     LOST_RESPONSE   LostResponses: the table answered, and the answer never arrives
 
@@ -18,9 +18,10 @@ Each layer is undoable: ``layer.install(target)`` returns the layer, ``layer.uni
 from every client it was installed on (in any order: the other layers stay), and ``with layer.install(t):``
 does both. When the last layer of an endpoint goes, botocore's own method is back.
 
-`watch_attempts(target, on_attempt)` calls you back after each attempt; `watch_answers(target, clock)`
-keeps each write's answer (`Answer`: HTTP status, error code, CancellationReasons, virtual time), and
-calls `on_answer(answer)` as each arrives, if given (notebook 00's timeline, notebook 06's scenario logs).
+`watch_answers(target, clock)` keeps the answer to each request on the wire, botocore's own resends included
+(`Answer`: attempt number, HTTP status, error code, CancellationReasons, virtual time; writes only, unless
+`operations=` names others), and calls `on_answer(answer)` as each arrives, if given (notebook 00's timeline,
+notebook 06's scenario logs).
 
 >>> ORDER
 ('watcher', 'failure answer', 'lost response')
@@ -178,39 +179,6 @@ class Layer:
 # --- watchers ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Attempt:
-    """One request on the wire."""
-
-    operation: str        # e.g. "UpdateItem"
-    number: int           # 1 for the application's own call, 2, 3 … for botocore's retries
-    answered: bool        # an HTTP answer came back (success or a DynamoDB error)
-    error: str | None     # the exception the attempt ended with, e.g. "ReadTimeoutError"
-
-
-class AttemptWatcher(Layer):
-    """Calls `on_attempt(attempt)` after each request (of `operations`, if given) on the wire."""
-
-    def __init__(self, on_attempt: Callable[[Attempt], None], operations: Iterable[str] | None = None) -> None:
-        if not callable(on_attempt):
-            raise TypeError(f"on_attempt must be callable, got {type(on_attempt).__name__}")
-        self.on_attempt, self.operations = on_attempt, None if operations is None else frozenset(operations)
-
-    def on_wire(self, call: Call) -> Result:
-        result = call.send()
-        if self.operations is None or call.operation in self.operations:
-            error = result[1]
-            self.on_attempt(Attempt(call.operation, call.attempt, error is None,
-                                    None if error is None else type(error).__name__))
-        return result
-
-
-def watch_attempts(target: Any, on_attempt: Callable[[Attempt], None], *,
-                   operations: Iterable[str] | None = None) -> AttemptWatcher:
-    """Call `on_attempt(attempt)` after each request `target` (client, resource or Table) sends; returns the watcher."""
-    return AttemptWatcher(on_attempt, operations).install(target)
-
-
-@dataclass(frozen=True)
 class Answer:
     """One request on the wire, and what came back."""
 
@@ -233,6 +201,8 @@ class AnswerLog(Layer):
 
     def __init__(self, clock: VirtualClock, *, on_answer: Callable[[Answer], None] | None = None,
                  operations: Iterable[str] = WRITES) -> None:
+        if on_answer is not None and not callable(on_answer):
+            raise TypeError(f"on_answer must be callable, got {type(on_answer).__name__}")
         self.answers: list[Answer] = []
         self.clock, self.on_answer, self.operations = clock, on_answer, frozenset(operations)
 

@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from helpers import LostResponses, open_wallet, read_balance
 from helpers.dynamodb_errors import THROTTLING, ErrorResponses
 from helpers.meter import CallCounter, CapacityMeter
-from helpers.wire import FAILURE_ANSWER, LOST_RESPONSE, ORDER, WATCHER, client_of, watch_answers, watch_attempts
+from helpers.wire import FAILURE_ANSWER, LOST_RESPONSE, ORDER, WATCHER, client_of, watch_answers
 
 
 def debit(table):
@@ -61,14 +61,14 @@ def test_undo_in_any_order_keeps_the_others_and_the_last_gives_botocore_its_meth
     open_wallet(table, "w", 100)
     seen = []
     lost = LostResponses(at=[0, 1]).install(table)
-    attempts = watch_attempts(table, seen.append)
+    answers = watch_answers(table, db.clock, on_answer=seen.append)
     counter = CallCounter().install(table)
     meter = CapacityMeter().install(table)
     lost.uninstall()                                    # the first installed goes first ...
     debit(table)                                        # ... and the watchers after it still see
-    assert [(a.operation, a.answered) for a in seen] == [("UpdateItem", True)]
+    assert [(a.operation, a.status) for a in seen] == [("UpdateItem", 200)]
     assert counter.calls["UpdateItem"] == 1 and meter.round_trips == 1 and meter.capacity_units == 1.0
-    attempts.uninstall(), meter.uninstall()
+    answers.uninstall(), meter.uninstall()
     assert not own_method_is_back(table)                # the counter is still on
     counter.uninstall()
     assert own_method_is_back(table)
@@ -100,3 +100,48 @@ def test_one_layer_on_several_clients_comes_off_all(fresh):
 def test_client_of_names_what_it_was_given():
     with pytest.raises(TypeError, match="expected a boto3 client"):
         client_of("not a client")
+
+
+# --- watch_answers: every request on the wire, botocore's resends included --------------------------------------
+
+def test_sdk_retries_show_as_numbered_attempts(fresh, db):
+    table = fresh(sdk_retries=True)
+    open_wallet(table, "w", 100)
+    LostResponses(at=[0]).install(table)
+    log = watch_answers(table, db.clock)
+    debit(table)                                           # one call from the application
+    assert [(a.operation, a.attempt, a.status, a.code) for a in log.answers] == [
+        ("UpdateItem", 1, None, "ReadTimeoutError"),
+        ("UpdateItem", 2, 200, "OK"),
+    ]
+    assert read_balance(table, "w") == 80                  # both attempts applied
+
+
+def test_without_sdk_retries_there_is_one_attempt(fresh, db):
+    table = fresh()
+    open_wallet(table, "w", 100)
+    LostResponses(at=[0]).install(table)
+    log = watch_answers(table, db.clock)
+    with pytest.raises(ReadTimeoutError):
+        debit(table)
+    assert [(a.attempt, a.status) for a in log.answers] == [(1, None)]
+    assert read_balance(table, "w") == 90
+
+
+def test_writes_by_default_and_reads_when_named(fresh, db):
+    table = fresh()
+    every, writes = [], []
+    watch_answers(table, db.clock, on_answer=every.append, operations={"PutItem", "GetItem", "UpdateItem"})
+    watch_answers(table, db.clock, on_answer=writes.append)
+    open_wallet(table, "w", 100)
+    read_balance(table, "w")
+    debit(table)
+    assert [a.operation for a in every] == ["PutItem", "GetItem", "UpdateItem"]
+    assert [a.operation for a in writes] == ["PutItem", "UpdateItem"]
+
+
+def test_bad_arguments_are_refused(table, db):
+    with pytest.raises(TypeError, match="on_answer must be callable"):
+        watch_answers(table, db.clock, on_answer="print")
+    with pytest.raises(TypeError, match="expected a boto3 client"):
+        watch_answers(object(), db.clock)
