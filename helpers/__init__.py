@@ -26,6 +26,7 @@ their own folders:
     scenarios        06's six scenarios run against a handler, logged and drawn (the harness, not the lesson)
     specification    the four properties every retry-safe handler holds (once, bound, truthful, live)
     checker          check_handler(): generated histories against a handler, held to the specification
+    subjects         what the checker holds: a handler (06), a debit (03-05, 08), HTTP (09), Postgres (10), a record
     charts, notebook display settings and small chart functions
     exercises/       one checker per lesson's "Your turn" (check_retry_safe_debit() ...): instant feedback
     services/        the simulated AWS services: API Gateway, SQS and Lambda's poller, a payment provider...

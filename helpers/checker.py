@@ -16,10 +16,10 @@ The handler's surroundings come from the handler's own module globals (a noteboo
 each history), `LEASE_SECONDS` and `RETENTION_SECONDS`; faults are injected on every boto3 table
 and client found there.
 
-Other shapes are subjects: `DebitSubject` (a debit function, notebooks 03-05 and 08; the exercises
-hand it a table of their own), `HttpSubject` (09's endpoint), `OutboxSubject` (10's handler on
-Postgres), and `RecordSubject` for a write that is not money (01's status update, 02's sign-up),
-held to *truthful* and *live* only. `check_handler`'s options match a design to what it promises:
+Other shapes are *subjects* (`helpers/subjects.py`): `DebitSubject` (a debit function, notebooks 03-05
+and 08; the exercises hand it a table of their own), `HttpSubject` (09's endpoint), `OutboxSubject` (10's
+handler on Postgres), and `RecordSubject` for a write that is not money (01's status update, 02's
+sign-up), held to *truthful* and *live* only. `check_handler`'s options match a design to what it promises:
 `keys_reused=False` (one payload per key), `one_at_a_time=True` (no interleaving, no old key after
 a newer: ABA kept out), and `shrink=<n>` (a budget for shortening the counterexample).
 
@@ -49,23 +49,18 @@ A handler that keeps no record of its keys, defined where its `db`, `wallets` an
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import json
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, ErrorResponses
-from .faults import LostResponses
-from .services.payment_provider import PaymentProvider
+from .dynamodb_errors import DISTINCT_KINDS
 from .specification import (
     BOUND,
     FINAL,
@@ -75,7 +70,6 @@ from .specification import (
     PROPERTIES,
     SUCCESS,
     TRUTHFUL,
-    UNKNOWN,
     Crash,
     Operation,
     Violation,
@@ -84,11 +78,8 @@ from .specification import (
     classify,
     in_words,
 )
-from .tables import open_wallet as _open_wallet
-from .tables import read_balance as _read_balance
-from .wire import client_of
+from .subjects import WALLETS, RecordSubject, Subject, said
 
-WALLETS = {"alice": 1000, "bob": 1000}
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
 KEYS, CALLERS, INVOCATIONS = ["k1", "k2"], ["shop-a", "shop-b"], ["inv-1", "inv-2"]
 RESENDS_AT_QUIESCENCE = 4
@@ -170,364 +161,6 @@ class Verdict:
         return fig
 
 
-class Subject:
-    """A 06-shaped handler and its surroundings, read from its module globals.
-
-    Other shapes (a debit function, a handler on Postgres) subclass it: the machine only calls `begin`, `call`,
-    `money`, `drain`, `arm` and `words`, and reads `clock`, `lease`, `retention`, `faults`, `interleaves` and
-    the attributes below, which narrow the search for a subject that needs less of it (an exercise's few
-    seconds): `invocations`, `crashes` and `waits` False leave out what does not reach the handler,
-    `writes` bounds which of a request's writes a fault falls on, `faults_alike` draws each fault alike.
-    """
-
-    faults = ("lost", "answer", "in progress", "provider down")   # what can go wrong around one request
-    interleaves = True                                             # a duplicate may arrive at a hook step
-    opening: dict[str, int] = WALLETS                              # each wallet's balance as a history begins
-    invocations = True                                             # the handler is told its invocation ID
-    crashes = True                                                 # it calls `hook(step)`: a crash can fall there
-    waits = True                                                   # leases and retention windows matter to it
-    writes = 5                                                     # a fault falls on one of a request's first 5
-    faults_alike = False     # True: every fault (and none) drawn alike from one list, not its kind first -- a short
-                             # search (an exercise's) then meets each one soon
-
-    def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
-        self.handler, self.g = handler, getattr(handler, "__globals__", {})
-        self.name = name or getattr(handler, "__name__", "handler")
-        missing = [n for n in ("db", "wallets", "provider") if n not in self.g]
-        if missing:
-            raise ValueError(f"check_handler reads {', '.join(missing)} from the handler's module: define them there")
-        self.clock, self.wallets = self.g["db"].clock, self.g["wallets"]
-        self.reader = self.g["db"].client()           # reads the balances, with no fault injected
-        self.lease = float(self.g.get("LEASE_SECONDS", 30))
-        self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
-        clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
-        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
-        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
-                                          operations={"TransactWriteItems"})
-        self.clients = list(clients.values())
-        self.run = 0
-        self.provider: PaymentProvider | None = None
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[Subject]:
-        kept = self.g.get("provider")
-        for schedule in (self.lost, self.errors, self.in_progress):
-            for client in self.clients:
-                schedule.install(client)
-        try:
-            yield self
-        finally:
-            for schedule in (self.in_progress, self.errors, self.lost):
-                schedule.uninstall()
-            if "provider" in self.g:
-                self.g["provider"] = kept
-
-    def begin(self) -> None:
-        """A new history: a fresh provider, every wallet back to its balance."""
-        self.run += 1
-        self.provider = self.g["provider"] = PaymentProvider(self.clock)
-        for wallet, balance in WALLETS.items():
-            _open_wallet(self.wallets, wallet, balance)
-
-    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
-             caller: str) -> Any:
-        return self.handler(key, payload, invocation, hook=hook, caller=caller)
-
-    def balances(self) -> dict[str, int]:
-        got = self.reader.batch_get_item(RequestItems={self.wallets.name: {
-            "Keys": [{"pk": {"S": w}} for w in WALLETS], "ConsistentRead": True}})["Responses"][self.wallets.name]
-        return {item["pk"]["S"]: int(item["balance"]["N"]) for item in got}
-
-    def money(self) -> dict[str, int]:
-        """Money moved so far in this history: debited per wallet (read back) and, with a provider, charged."""
-        balances = self.balances()
-        moved = {f"{w} debited": self.opening[w] - balances[w] for w in self.opening}
-        if self.provider is not None:
-            for w in WALLETS:
-                moved[f"{w} charged"] = sum(c.amount for c in self.provider.made if c.wallet_id == w)
-        return moved
-
-    def drain(self) -> None:
-        """At quiescence: let any background worker finish (a handler with an outbox overrides it)."""
-
-    def words(self, answer: Any) -> str:
-        """An answer in a few words, for the history."""
-        return in_words(answer)
-
-    def arm(self, fault: tuple | None) -> None:
-        kind = fault[0] if fault else None
-        self.lost.restart(at={fault[1]} if kind == "lost" else ())
-        self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
-        self.in_progress.restart(at={fault[1]: IN_PROGRESS_APPLIED if fault[2] else IN_PROGRESS}
-                                 if kind == "in progress" else {})
-        if self.provider is not None:
-            self.provider.fail_next(fault[1] if kind == "provider down" else 0)
-        self.marks = (len(self.errors.answered), len(self.in_progress.answered),
-                      self.provider.calls if self.provider is not None else 0)
-
-    def fired(self, fault: tuple | None) -> bool:
-        """Whether the armed fault happened during the call (a handler may make fewer writes than it names)."""
-        kind = fault[0] if fault else None
-        if kind == "lost":
-            return bool(self.lost.lost)
-        if kind == "answer":
-            return len(self.errors.answered) > self.marks[0]
-        if kind == "in progress":
-            return len(self.in_progress.answered) > self.marks[1]
-        return kind == "provider down" and self.provider is not None and self.provider.calls > self.marks[2]
-
-
-class DebitSubject(Subject):
-    """A debit function shaped like notebooks 03-05's, `debit(table, wallet, amount, request_id)`, as a handler.
-
-    The request ID is the caller's key; there is no provider, so *once* compares the money debited with the
-    amounts answered success. `answer(result, payload)` turns what the debit returned into a response (default:
-    any return is success -- "debited" and "already debited" alike); an exception is the caller's answer as it is.
-
-    Its surroundings -- `db` (the clock), `table` (the wallets), and `open_wallet`/`read_balance` if the table
-    keeps wallets its own way -- come from the debit's module globals (a notebook's namespace), or are given:
-    an exercise checker hands in a fresh table of its own, ``DebitSubject(my_debit, table=t, db=db)``, and
-    `key`, the wallet's item key (``{"pk": wallet_id}`` unless given; ``{"pk": ..., "sk": "wallet"}`` in
-    notebooks 04, 05 and 08). `opening` sets each wallet's balance as a history begins (a small one lets an
-    overdraft guard refuse).
-    """
-
-    faults = ("lost", "answer", "in progress")
-    interleaves = False
-    invocations = False          # a debit has no invocation ID: the histories leave it out
-    crashes = False              # nor a hook: no crash can fall inside it
-
-    def __init__(self, debit: Callable[..., Any], name: str | None = None,
-                 answer: Callable[[Any, dict[str, Any]], Any] | None = None, *, table: Any = None, db: Any = None,
-                 key: Callable[[str], dict[str, str]] | None = None, opening: dict[str, int] | None = None) -> None:
-        g = getattr(debit, "__globals__", {})
-        given = {"db": db, "table": table}
-        missing = [n for n in ("db", "table") if given[n] is None and n not in g]
-        if missing:
-            raise ValueError(f"the debit's module has no {', '.join(missing)}: define them there, or pass them")
-        db, table = (given[n] if given[n] is not None else g[n] for n in ("db", "table"))
-        self.debit, self.answer, self.handler, self.g = debit, answer or _debited, debit, g
-        self.name = name or getattr(debit, "__name__", "debit")
-        self.clock, self.wallets, self.reader = db.clock, table, None
-        self.key = key if key is not None or given["table"] is None else (lambda wallet: {"pk": wallet})
-        self.open_wallet = g.get("open_wallet", _open_wallet) if self.key is None else self._open
-        self.read_balance = g.get("read_balance", _read_balance)
-        if opening is not None:
-            if set(opening) != set(WALLETS):
-                raise ValueError(f"opening gives a balance to each of {', '.join(WALLETS)}, got {sorted(opening)}")
-            self.opening = dict(opening)
-        self.lease, self.retention = 30.0, 24 * 3600.0
-        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
-        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
-                                          operations={"TransactWriteItems"})
-        self.clients, self.run, self.provider = [_client(self.wallets)], 0, None
-        self.wallet_key: dict[str, Any] | None = None
-
-    def _open(self, table: Any, wallet: str, balance: int) -> None:
-        table.put_item(Item={**self.key(wallet), "balance": balance})
-
-    def begin(self) -> None:
-        self.run += 1
-        for wallet, balance in self.opening.items():
-            self.open_wallet(self.wallets, wallet, balance)
-
-    def balances(self) -> dict[str, int]:
-        """Every wallet's balance in one strongly consistent read (not a write: no fault falls on it)."""
-        if self.key is None:     # the notebook's own wallet item: (pk) in 03, (pk, sk="wallet") in 04, 05 and 08
-            ranged = any(k["KeyType"] == "RANGE" for k in self.wallets.key_schema)
-            self.key = (lambda wallet: {"pk": wallet, "sk": "wallet"}) if ranged else (lambda wallet: {"pk": wallet})
-        got = self.wallets.meta.client.batch_get_item(RequestItems={self.wallets.name: {
-            "Keys": [self.key(wallet) for wallet in self.opening], "ConsistentRead": True}})
-        return {item["pk"]: int(item["balance"]) for item in got["Responses"][self.wallets.name]}
-
-    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
-             caller: str) -> Any:
-        result = self.debit(self.wallets, payload["wallet"], payload["amount"], f"{caller[-1]}-{key}")
-        response = self.answer(result, payload)
-        self.returned = (response, result)
-        return response
-
-    def words(self, answer: Any) -> str:
-        """What the debit itself returned ('already applied'), or the error it raised (its code, for DynamoDB's)."""
-        response, result = getattr(self, "returned", (None, None))
-        if answer is response and response is not None:
-            return repr(result)
-        return said(answer)
-
-
-class HttpSubject(Subject):
-    """Notebook 09's endpoint, over real HTTP on 127.0.0.1: `POST /payments` with an `Idempotency-Key`.
-
-    Each caller is an API key (`shop-a`: alice's account, `shop-b`: bob's), and each wallet belongs to one
-    account, so a caller paying from another's wallet is refused before any work (404). The server runs in
-    this process, so DynamoDB's failure answers and lost answers are injected on its own clients, and the
-    provider is the namespace's. A duplicate cannot be placed at a step inside the route: no interleaving.
-    """
-
-    faults = ("lost", "answer", "in progress", "provider down")
-    interleaves = False
-    crashes = False              # it never calls hook(step): no crash can fall inside it
-    CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
-    OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}
-
-    def __init__(self, namespace: dict[str, Any], name: str = "09 POST /payments") -> None:
-        self.ns, self.g, self.name = namespace, namespace, name
-        self.handler = namespace["send"]
-        self.clock, self.wallets, self.reader = namespace["db"].clock, namespace["wallets"], namespace["db"].client()
-        self.lease = float(namespace["LEASE_SECONDS"])
-        self.retention = float(namespace["RETENTION_SECONDS"])
-        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
-        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
-                                          operations={"TransactWriteItems"})
-        self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
-        self.run, self.provider = 0, None
-
-    def begin(self) -> None:
-        self.run += 1
-        self.provider = self.ns["provider"] = PaymentProvider(self.clock)
-        for wallet, balance in WALLETS.items():
-            self.ns["open_account_wallet"](self.wallets, wallet, balance, owner=self.OWNERS[wallet])
-
-    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
-             caller: str) -> Any:
-        response = self.ns["send"](self.CALLERS[caller], '"{key}"', payload, key=key)
-        return {"status": response.status_code, "body": response.text}
-
-
-class OutboxSubject(Subject):
-    """Notebook 10's handler on Postgres, `pay(user_id, key, payload, invocation, hook)`, and its outbox worker.
-
-    The handler debits and enqueues the charge in one transaction and answers 202; the worker charges later.
-    So *once* is judged after the worker has drained the outbox (`drain`), and the provider's failures fall on
-    the worker's calls: a provider that is down for n calls stays down until the worker has met them.
-    """
-
-    faults = ("provider down",)
-    store = "Postgres"
-    interleaves = False        # a duplicate at a hook would wait on the attempt's own row lock, in its own thread
-
-    def __init__(self, namespace: dict[str, Any], name: str = "10 pay") -> None:
-        self.ns, self.g, self.handler, self.name = namespace, namespace, namespace["pay"], name
-        self.clock = namespace["db"].clock
-        self.lease, self.retention = float(namespace["LEASE_SECONDS"]), 24 * 3600.0
-        self.run, self.provider = 0, None
-        self.lost = self.errors = self.in_progress = None
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[Subject]:
-        kept = self.ns.get("provider")
-        self.ns["create_tables"]()                    # the lesson's schema, from nothing
-        try:
-            yield self
-        finally:
-            self.ns["provider"] = kept
-
-    def begin(self) -> None:
-        self.run += 1
-        self.provider = self.ns["provider"] = PaymentProvider(self.clock)
-        (first, balance), *others = WALLETS.items()
-        self.ns["open_account"](first, balance)                       # empties the tables: a fresh start
-        with self.ns["pg"].admin() as conn:
-            for wallet, balance in others:
-                conn.execute("INSERT INTO wallets (wallet_id, balance) VALUES (%s, %s)", (wallet, balance))
-
-    def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
-             caller: str) -> Any:
-        return self.handler(caller, key, payload, invocation, hook)
-
-    def balances(self) -> dict[str, int]:
-        return {wallet: int(self.ns["balance"](wallet)) for wallet in WALLETS}
-
-    def drain(self) -> None:
-        for _ in range(self.ns["MAX_ATTEMPTS"] + 1):     # each failed row is due again after its back-off
-            self.ns["deliver_all"]()
-            self.clock.advance(self.ns["BACKOFF_SECONDS"] * 2 ** self.ns["MAX_ATTEMPTS"])
-
-    def arm(self, fault: tuple | None) -> None:
-        if fault is not None and fault[0] == "provider down":
-            self.provider.fail_next(fault[1])
-
-    def fired(self, fault: tuple | None) -> bool:
-        return fault is not None     # the provider's failures fall on the worker's later calls
-
-
-class RecordSubject:
-    """A write that is not money -- a status update, a sign-up -- held to the *truthful* and *live* parts.
-
-    A subclass says how to call the reader's function (`call`), which requests a history draws from
-    (`requests`: the function's arguments after the table), how the history starts (`begin`), and how to read
-    back the item a request writes (`read`) and tell whether it holds that request's write (`holds`). Its
-    answers are the function's: a return value in `success` says the write is there; an exception named in
-    `refusing` (or `BadInput`) says nothing was written; anything else says nothing -- the caller sends again.
-    `describe(request)` and `show(item)` word them for a history. The write's client gets lost responses and
-    DynamoDB's failure answers (`faults`), on whichever write a history picks.
-
-    At each answer: a success must find the item holding the write (read back); a refusal must find the item
-    as it was. At the end, every request without a final answer is sent again until it gets one (*live*).
-    *Once* and *bound* are about money and payloads: not tried here.
-    """
-
-    faults = ("lost", "answer")
-    writes = 1                         # a fault falls on the request's write
-    faults_alike = True                # each fault (and none) drawn alike
-    requests: tuple[tuple, ...] = ()
-    success: tuple[Any, ...] = ("applied", "already applied")
-    refusing: tuple[str, ...] = ()
-
-    def __init__(self, write: Callable[..., Any], table: Any, name: str | None = None) -> None:
-        self.write, self.table, self.name = write, table, name or getattr(write, "__name__", "write")
-        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
-        self.run = 0
-
-    def begin(self) -> None:
-        """A new history: the table as every history starts it."""
-
-    def call(self, request: tuple) -> Any:
-        return self.write(self.table, *request)
-
-    def read(self, request: tuple) -> Any:
-        raise NotImplementedError
-
-    def holds(self, item: Any, request: tuple) -> bool:
-        raise NotImplementedError
-
-    def describe(self, request: tuple) -> str:
-        return ", ".join(map(repr, request))
-
-    def show(self, item: Any) -> str:
-        return repr(item)
-
-    def kind(self, answer: Any) -> str:
-        """The specification's kind of answer: success, refused (nothing written), or unknown."""
-        if isinstance(answer, BaseException):
-            return classify(answer, self.refusing)
-        return SUCCESS if answer in self.success else UNKNOWN
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[RecordSubject]:
-        for schedule in (self.lost, self.errors):
-            schedule.install(self.table)
-        try:
-            yield self
-        finally:
-            for schedule in (self.errors, self.lost):
-                schedule.uninstall()
-
-    def arm(self, fault: tuple | None) -> None:
-        kind = fault[0] if fault else None
-        self.lost.restart(at={fault[1]} if kind == "lost" else ())
-        self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
-
-
-def said(answer: Any) -> str:
-    """What a function answered, in a few words: its return value, or the error it raised (DynamoDB's code)."""
-    if isinstance(answer, ClientError):
-        error = answer.response.get("Error", {}).get("Code", "ClientError")
-        reasons = [r.get("Code", "") for r in answer.response.get("CancellationReasons", [])]
-        return error + (f" [{', '.join(reasons)}]" if reasons else "")
-    return in_words(answer) if isinstance(answer, BaseException) else repr(answer)[:60]
-
-
 def _record_machine(subject: RecordSubject, search: _Search | None = None) -> type[RuleBasedStateMachine]:
     """Histories of one record's writes: requests in any order, a fault on any write of each, then resends."""
     faults, search = _faults_for(subject), search or _Search(None)
@@ -587,19 +220,6 @@ def _record_machine(subject: RecordSubject, search: _Search | None = None) -> ty
                                     f"resends")
 
     return Writes
-
-
-def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    return {"status": 201, "body": json.dumps({"debited": payload["amount"], "from": payload["wallet"]})}
-
-
-def _client(value: Any) -> Any:
-    """The botocore client behind `value` (a client, resource or Table), or None for anything else."""
-    try:
-        client = client_of(value)
-    except TypeError:
-        return None
-    return client if hasattr(client, "_endpoint") else None
 
 
 def _requests(keys_reused: bool, invocations: bool = True) -> st.SearchStrategy:

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 from IPython.lib.pretty import pretty
 
-from helpers.checker import DebitSubject, check_handler
+from helpers.checker import check_handler
 from helpers.exercises import (
     check_bounded_pay,
     check_guarded_debit,
@@ -25,6 +25,7 @@ from helpers.exercises import (
 )
 from helpers.exercises.verdict import Counterexample, Specification, debit_subject
 from helpers.specification import BOUND, ONCE
+from helpers.subjects import DebitSubject
 from helpers.tables import fresh_table
 
 from notebook_code import cells, lesson

@@ -10,8 +10,9 @@ import os
 import pytest
 from summary_lines import summary
 
-from helpers.checker import DebitSubject, HttpSubject, OutboxSubject, check_handler
+from helpers.checker import check_handler
 from helpers.specification import BOUND, ONCE
+from helpers.subjects import DebitSubject, HttpSubject, OutboxSubject
 
 from notebook_code import lesson
 

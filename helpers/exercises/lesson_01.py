@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends import Backend, connect
-from ..checker import RecordSubject
 from ..concurrency import race
 from ..faults import LostResponses
+from ..subjects import RecordSubject
 from ..tables import fresh_table, read_item
 from .display import shown_by_line
 from .verdict import Counterexample, Specification, Verdict, answer, expect_bad_input, raised, resend, verdict

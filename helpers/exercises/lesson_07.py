@@ -220,10 +220,10 @@ def consumer_held(consumer: QueueConsumer, *, db: Backend | None = None, histori
 
 
 def _consumer_subject() -> type:
-    from ..checker import Subject
     from ..dynamodb_errors import DISTINCT_KINDS as FAILURES
     from ..dynamodb_errors import IN_PROGRESS_APPLIED
     from ..faults import LostResponses
+    from ..subjects import Subject
 
     class ConsumerSubject(Subject):
         """A queue consumer as a handler: each request one delivery of a message (see the module's docstring)."""
@@ -243,7 +243,7 @@ def _consumer_subject() -> type:
             self.clients, self.run, self.provider = [table.meta.client], 0, None
 
         def begin(self) -> None:
-            from ..checker import WALLETS
+            from ..subjects import WALLETS
             self.run += 1
             for wallet, balance in WALLETS.items():
                 open_wallet(self.wallets, wallet, balance)
@@ -260,5 +260,5 @@ def _consumer_subject() -> type:
 
 
 def ConsumerSubject(consumer: QueueConsumer, db: Backend, table: Any) -> Any:  # noqa: N802 - made like a class
-    """A `helpers.checker.Subject` for `consumer` on `table` (the class is made on first use)."""
+    """A `helpers.subjects.Subject` for `consumer` on `table` (the class is made on first use)."""
     return _consumer_subject()(consumer, db, table)

@@ -143,12 +143,12 @@ def client_held(pay: Pay, *, histories: int = HISTORIES) -> Any:
 
 
 def ClientSubject(pay: Pay) -> Any:  # noqa: N802 - made like a class, on first use (the checker brings hypothesis)
-    """A `helpers.checker.Subject` whose requests are calls of the reader's client (see the module's docstring)."""
+    """A `helpers.subjects.Subject` whose requests are calls of the reader's client (see the module's docstring)."""
     import json
 
     import requests
 
-    from ..checker import HttpSubject
+    from ..subjects import HttpSubject
 
     class _ClientSubject(HttpSubject):
         faults = ("lost", "answer", "in progress", "provider down")

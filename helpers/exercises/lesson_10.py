@@ -14,7 +14,7 @@ recorded. The first failure is the verdict: one counterexample, in lines of at m
 
 When those pass, the worker is held to the specification (`helpers/specification.py`): notebook 10's
 own `pay` (its namespace: the worker's module globals, or notebook 10's lesson cells loaded here)
-takes generated requests (`helpers.checker.OutboxSubject`) with the provider down for a request or
+takes generated requests (`helpers.subjects.OutboxSubject`) with the provider down for a request or
 two, and its outbox is drained by the reader's worker instead of the notebook's -- rounds of calls
 until it returns False, a raise leaving the row for the next round. Per wallet, the money debited,
 the money charged and the amounts answered must agree; a worker that marks a row delivered
@@ -224,7 +224,8 @@ def lesson_namespace(deliver: Deliver) -> dict[str, Any]:
 def worker_held(deliver: Deliver, *, histories: int = HISTORIES) -> Any:
     """10's `pay` with its outbox drained by `deliver(conn, provider)`, held to the specification over
     `histories` generated histories: a `helpers.checker.Verdict`."""
-    from ..checker import OutboxSubject, check_handler
+    from ..checker import check_handler
+    from ..subjects import OutboxSubject
 
     class WorkerSubject(OutboxSubject):
         def drain(self) -> None:

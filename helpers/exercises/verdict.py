@@ -117,7 +117,7 @@ def debit_subject(debit: Callable[..., Any], table: Any, db: Any, *, name: str |
     ``pk=wallet_id, sk="wallet"`` (notebooks 04, 05, 08). Faults fall on the request's first `writes` writes
     (more than one for a function that resends by itself), each drawn alike; no leases, no retention windows.
     """
-    from ..checker import DebitSubject
+    from ..subjects import DebitSubject
 
     def answer(result: Any, payload: dict[str, Any]) -> Any:
         if any(result == said for said in success):
