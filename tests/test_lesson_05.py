@@ -316,32 +316,6 @@ def test_a_call_that_sets_its_own_capacity_mode_keeps_it(db, name):
     assert meter.capacity_units == 1.0
 
 
-# --- bad input ------------------------------------------------------------------
-
-BAD = [
-    (dict(amount=-10), "amount must be positive"),
-    (dict(amount=2.5), "not a float"),
-    (dict(request_id=""), "must not be empty"),
-    (dict(request_id="x" * 37), "at most 36"),
-    (dict(wallet_id=""), "wallet_id must be a non-empty string"),
-    (dict(wallet_id="nobody"), "wallet 'nobody' does not exist"),
-]
-
-
-@pytest.mark.parametrize("debit_name", ["debit_ledger", "debit_token", "debit_idempotent", "debit_naive"])
-@pytest.mark.parametrize("override, message", BAD, ids=[m for _, m in BAD])
-def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, override, message):
-    if debit_name == "debit_naive" and "request_id" in override:
-        pytest.skip("the naive debit ignores the request ID")
-    table = fresh(sort_key="sk")
-    nb["open_wallet"](table, "alice", 100)
-    before = table.scan(ConsistentRead=True)["Items"]
-    args = dict(wallet_id="alice", amount=10, request_id=str(uuid.uuid4())) | override
-    with pytest.raises((ValueError, LookupError), match=message):
-        nb[debit_name](table, args["wallet_id"], args["amount"], args["request_id"])
-    assert table.scan(ConsistentRead=True)["Items"] == before
-
-
 # --- DynamoDB's own failure answers (helpers.dynamodb_errors) -------------------
 
 from helpers.dynamodb_errors import ANSWERS as ALL_ANSWERS  # noqa: E402
