@@ -7,25 +7,18 @@ ledger never does.
 
 from __future__ import annotations
 
-import itertools
-import uuid
-
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-from harness.schedules import has_aba
+from harness.wallets import check_last_request_id, deliver, new_wallet, schedules, shared_table, truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import helpers
 from helpers import LostResponses
 from helpers.concurrency import race
 
 from notebook_code import lesson
 
 NB = "04_where_it_stops.ipynb"
-REQUESTS = {"A": 10, "B": 20, "C": 40, "D": 80}
-START = 10_000
-_wallets = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -35,40 +28,9 @@ def nb():
 
 @pytest.fixture(scope="module")
 def name(db):
-    """One table for the module (sort key sk); every example uses wallets of its own."""
-    table_name = f"test-04-{uuid.uuid4().hex[:8]}"
-    helpers.fresh_table(db, table_name, sort_key="sk")
-    return table_name
+    return shared_table(db, "test-04")
 
 
-def new_wallet(nb, table, balance=START):
-    wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:6]}"
-    nb["open_wallet"](table, wallet_id, balance)
-    return wallet_id
-
-
-def last_request_id_model(order):
-    """What the last_request_id debit takes: every delivery unlike the one just before it."""
-    return sum(REQUESTS[r] for n, r in enumerate(order) if n == 0 or order[n - 1] != r)
-
-
-def deliver(nb, db, name, debit, order, lost=()):
-    """Deliver `order` to a new wallet through a client that loses the responses at positions `lost`."""
-    table = db.table(name)
-    wallet_id = new_wallet(nb, table)
-    LostResponses(at=lost).install(table)
-    seen = []
-    for request in order:
-        try:
-            seen.append(debit(table, wallet_id, REQUESTS[request], f"{wallet_id}-{request}"))
-        except ReadTimeoutError:
-            seen.append("timeout")
-    return nb["read_balance"](table, wallet_id), seen
-
-
-orders = st.lists(st.sampled_from(sorted(REQUESTS)), min_size=1, max_size=8)
-schedules = orders.flatmap(lambda order: st.tuples(
-    st.just(order), st.sets(st.integers(0, len(order) - 1), max_size=len(order))))
 SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -86,11 +48,7 @@ def test_aba_debits_twice(nb, db, name):
 @SETTINGS
 @given(schedule=schedules)
 def test_property_last_request_id_double_applies_exactly_in_the_aba_shape(nb, db, name, schedule):
-    order, lost = schedule
-    balance, _ = deliver(nb, db, name, nb["debit_idempotent"], order, sorted(lost))
-    truth = START - sum(REQUESTS[r] for r in set(order))
-    assert balance == START - last_request_id_model(order)       # lost responses change nothing stored
-    assert (balance != truth) == has_aba(order)
+    check_last_request_id(nb, db, name, schedule)
 
 
 @SETTINGS
@@ -98,7 +56,7 @@ def test_property_last_request_id_double_applies_exactly_in_the_aba_shape(nb, db
 def test_property_the_ledger_never_double_applies(nb, db, name, schedule):
     order, lost = schedule
     balance, seen = deliver(nb, db, name, nb["debit_ledger"], order, sorted(lost))
-    assert balance == START - sum(REQUESTS[r] for r in set(order))
+    assert balance == truth(order)
     firsts = {order.index(r) for r in set(order)}
     assert all(s in ("applied", "timeout") for n, s in enumerate(seen) if n in firsts)
     assert all(s in ("already applied", "timeout") for n, s in enumerate(seen) if n not in firsts)

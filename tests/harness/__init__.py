@@ -5,7 +5,9 @@
     delivery   delivering a schedule: lost responses armed per delivery, bursts, the final retry,
                DynamoDB's failure answers installed for one schedule
     rigs       what a pattern runs against: the notebooks' code, one table per pattern, emptied now and then
-    resends    sending again: on DynamoDB's "send again" answers (counted), or after every error
+    resends    sending again: on DynamoDB's "send again" answers (counted), or after every error; one
+               failure answer, then the same request resent
+    wallets    04's and 05's orders of requests, delivered to a wallet of their own
 
 Import them flat (tests/ is on sys.path): ``from harness.delivery import deliver_all``.
 """
