@@ -1,7 +1,8 @@
-"""The machinery the property and load tests share; each test file keeps only its patterns and invariants.
+"""The machinery the test files share; each test file keeps only its patterns and invariants.
 
     schedules  the generated schedules: strategies, canonical relabelling, example counts, searches,
                and how many distinct schedules ran (a summary line per pattern)
+    endpoint   notebook 09's endpoint, served; a fresh provider and wallets; both tables read back
     delivery   delivering a schedule: lost responses armed per delivery, bursts, the final retry,
                DynamoDB's failure answers installed for one schedule
     rigs       what a pattern runs against: the notebooks' code, one table per pattern, emptied now and then
