@@ -37,6 +37,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from harness.processes import stop
 
 from notebook_kernel import ROOT, may_raise
 
@@ -162,12 +163,7 @@ def lab(tmp_path_factory):
             time.sleep(0.2)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, timeout=20)
         log.close()
 
 

@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from harness.processes import stop
 
 from notebook_kernel import ROOT, code_cells, kernel_env, may_raise, output_not_compared, read
 
@@ -90,12 +91,7 @@ def server():
                     time.sleep(0.2)
             yield api
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, timeout=15)
             log.close()
 
 

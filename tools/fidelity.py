@@ -189,27 +189,29 @@ def token_debit(client: Any, table: str, amount: int, token: str) -> None:
     )
 
 
-def probe_token_replay(client: Any) -> dict[str, Any]:
-    table = new_table(client, "fidelity-token-replay")
+def token_resent(client: Any, name: str, token: str, amount: int) -> tuple[str | None, int]:
+    """A wallet of 100 debited 10 under `token`, then `amount` under the same token: (the error code, or None if the
+    second call succeeded; the balance after it)."""
+    table = new_table(client, name)
     open_wallet(client, table, 100)
-    token_debit(client, table, 10, "fidelity-token-1")
+    token_debit(client, table, 10, token)
     try:
-        token_debit(client, table, 10, "fidelity-token-1")
+        token_debit(client, table, amount, token)
     except Exception as error:
-        return {"value": f"error {code(error)} (balance {balance(client, table)})"}
-    after = balance(client, table)
+        return code(error), balance(client, table)
+    return None, balance(client, table)
+
+
+def probe_token_replay(client: Any) -> dict[str, Any]:
+    error, after = token_resent(client, "fidelity-token-replay", "fidelity-token-1", 10)
+    if error:
+        return {"value": f"error {error} (balance {after})"}
     return {"value": "no (success, nothing applied)" if after == 90 else f"yes: applied again (balance {after})"}
 
 
 def probe_token_mismatch(client: Any) -> dict[str, Any]:
-    table = new_table(client, "fidelity-token-mismatch")
-    open_wallet(client, table, 100)
-    token_debit(client, table, 10, "fidelity-token-2")
-    try:
-        token_debit(client, table, 20, "fidelity-token-2")
-    except Exception as error:
-        return {"value": code(error)}
-    return {"value": f"no error: it ran (balance {balance(client, table)})"}
+    error, after = token_resent(client, "fidelity-token-mismatch", "fidelity-token-2", 20)
+    return {"value": error or f"no error: it ran (balance {after})"}
 
 
 def units(response: dict[str, Any]) -> str:

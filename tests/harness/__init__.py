@@ -9,6 +9,7 @@
     resends    sending again: on DynamoDB's "send again" answers (counted), or after every error; one
                failure answer, then the same request resent
     wallets    04's and 05's orders of requests, delivered to a wallet of their own
+    processes  whether a process is alive, stopping one, a DynamoDB Local of a test's own
 
 Import them flat (tests/ is on sys.path): ``from harness.delivery import deliver_all``.
 """
