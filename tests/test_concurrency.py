@@ -271,17 +271,23 @@ class SavedResponseHandler(Pattern):
 
 PATTERNS = [GuardedDebit, LedgerTransaction, ConditionalCreate, ClientTokenTransaction, SavedResponseHandler,
             GuardedStatusUpdate]
+def rounds_with_problems(one_round: Callable[[int], list[str]], rounds: int) -> dict[int, list[str]]:
+    """Run `rounds` rounds; the first three problems of each round that had any, by round number."""
+    found = {}
+    for round_number in range(rounds):
+        problems = one_round(round_number)
+        if problems:
+            found[round_number] = problems[:3]
+    return found
+
+
 by_name = pytest.mark.parametrize("pattern", PATTERNS, ids=[p.name for p in PATTERNS])
 
 
 @by_name
 def test_concurrent_duplicates_have_exactly_one_winner_every_round(fresh, pattern):
     p = pattern(fresh)
-    bad_rounds = {}
-    for round_number in range(ROUNDS):
-        problems = p.duplicates(round_number)
-        if problems:
-            bad_rounds[round_number] = problems[:3]
+    bad_rounds = rounds_with_problems(p.duplicates, ROUNDS)
     report(f"{p.name}: {THREADS} threads x {ROUNDS} rounds of one operation: {ROUNDS - len(bad_rounds)} rounds with "
           f"exactly one winner and one effect, {len(bad_rounds)} without; {p.resends.count} sends repeated on "
           f"DynamoDB's 'send again'")
@@ -291,11 +297,7 @@ def test_concurrent_duplicates_have_exactly_one_winner_every_round(fresh, patter
 @by_name
 def test_concurrent_distinct_operations_lose_no_update(fresh, pattern):
     p = pattern(fresh)
-    bad_rounds = {}
-    for round_number in range(DISTINCT_ROUNDS):
-        problems = p.distinct(round_number)
-        if problems:
-            bad_rounds[round_number] = problems[:3]
+    bad_rounds = rounds_with_problems(p.distinct, DISTINCT_ROUNDS)
     report(f"{p.name}: {THREADS} threads x {DISTINCT_ROUNDS} rounds of distinct operations: "
           f"{len(bad_rounds)} rounds with a lost update or a wrong answer; {p.resends.count} sends repeated")
     assert bad_rounds == {}

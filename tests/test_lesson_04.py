@@ -9,28 +9,15 @@ from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-from harness.wallets import check_last_request_id, deliver, new_wallet, schedules, shared_table, truth
+from harness.wallets import check_last_request_id, deliver, module_fixtures, new_wallet, schedules, truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import LostResponses
 from helpers.concurrency import race
 
-from notebook_code import lesson
-
 NB = "04_where_it_stops.ipynb"
-
-
-@pytest.fixture(scope="module")
-def nb():
-    return lesson(NB)
-
-
-@pytest.fixture(scope="module")
-def name(db):
-    return shared_table(db, "test-04")
-
-
+nb, name = module_fixtures(NB, "test-04")   # the notebook's own code; one table for the module
 SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 

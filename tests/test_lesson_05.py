@@ -1,8 +1,9 @@
 """Notebook 05's own functions: the request ledger, ClientRequestToken, and what each pattern costs.
 
-Property-based tests generate schedules of duplicate and reordered deliveries, lost responses and
-concurrent copies: the ledger and token patterns never double-apply; last_request_id does, exactly in the
-ABA shape.
+Property-based tests generate schedules of duplicate and reordered deliveries and lost responses:
+last_request_id double-applies exactly in the ABA shape; with botocore resending lost responses itself, the
+ledger and the token still apply each request once (without botocore's resends, under bursts too:
+test_properties.py and test_concurrency.py, where every pattern is).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from harness.resends import answer_then_resend
-from harness.wallets import check_last_request_id, deliver, new_wallet, schedules, shared_table, truth
+from harness.wallets import check_last_request_id, deliver, module_fixtures, new_wallet, schedules, truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,21 +25,10 @@ from helpers.dynamodb_errors import ANSWERS as ALL_ANSWERS
 from helpers.dynamodb_errors import CONFLICT, KINDS, DynamoDBErrors
 from helpers.meter import CapacityMeter
 
-from notebook_code import cells, lesson
+from notebook_code import cells
 
 NB = "05_remembering_every_request.ipynb"
-
-
-@pytest.fixture(scope="module")
-def nb():
-    return lesson(NB)
-
-
-@pytest.fixture(scope="module")
-def name(db):
-    return shared_table(db, "test-05")
-
-
+nb, name = module_fixtures(NB, "test-05")   # the notebook's own code; one table for the module
 SETTINGS = settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 PATTERNS = ["debit_ledger", "debit_token"]
 

@@ -248,36 +248,23 @@ def probe_capacity(client: Any) -> dict[str, Any]:
 def probe_all_old(client: Any) -> dict[str, Any]:
     table = new_table(client, "fidelity-all-old")
     open_wallet(client, table, 100)
+    condition = {"ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    writes = {   # each fails its condition on the wallet: does the failure carry the item?
+        "update": lambda: client.update_item(TableName=table, Key={"pk": s("w")}, UpdateExpression="SET balance = :b",
+                                             ExpressionAttributeValues={":b": n(0)}, **condition),
+        "put": lambda: client.put_item(TableName=table, Item={"pk": s("w"), "balance": n(0)}, **condition),
+        "transaction": lambda: client.transact_write_items(TransactItems=[{"Put": {
+            "TableName": table, "Item": {"pk": s("w"), "balance": n(0)}, **condition}}]),
+    }
     seen = []
-    try:
-        client.update_item(
-            TableName=table, Key={"pk": s("w")}, UpdateExpression="SET balance = :b",
-            ConditionExpression="attribute_not_exists(pk)", ExpressionAttributeValues={":b": n(0)},
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-        seen.append("update: no CCF")
-    except Exception as error:
-        item = getattr(error, "response", {}).get("Item")
-        seen.append(f"update {'yes' if item else 'no'}")
-    try:
-        client.put_item(
-            TableName=table, Item={"pk": s("w"), "balance": n(0)}, ConditionExpression="attribute_not_exists(pk)",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-        seen.append("put: no CCF")
-    except Exception as error:
-        item = getattr(error, "response", {}).get("Item")
-        seen.append(f"put {'yes' if item else 'no'}")
-    try:
-        client.transact_write_items(TransactItems=[{"Put": {
-            "TableName": table, "Item": {"pk": s("w"), "balance": n(0)},
-            "ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }}])
-        seen.append("transaction: no failure")
-    except Exception as error:
-        reasons = getattr(error, "response", {}).get("CancellationReasons", [])
-        item = any(r.get("Item") for r in reasons)
-        seen.append(f"transaction {'yes' if item else 'no'}")
+    for name, write in writes.items():
+        try:
+            write()
+            seen.append(f"{name}: no failure" if name == "transaction" else f"{name}: no CCF")
+        except Exception as error:
+            response = getattr(error, "response", {})
+            item = response.get("Item") or any(r.get("Item") for r in response.get("CancellationReasons", []))
+            seen.append(f"{name} {'yes' if item else 'no'}")
     return {"value": " · ".join(seen)}
 
 

@@ -3,7 +3,8 @@
 A request is a letter (A, B, C, D) with an amount of its own; an *order* is the sequence in which copies of
 them reach the table (duplicates and late retries included), and a schedule pairs an order with the positions
 whose responses are lost (the write commits, the caller times out). The lessons' tests share one table per
-module (sort key `sk`, made by `shared_table`) and give every example a wallet of its own (`new_wallet`).
+module (sort key `sk`, made by `shared_table`; `module_fixtures` makes the module's `nb` and `name` fixtures) and
+give every example a wallet of its own (`new_wallet`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from botocore.exceptions import ReadTimeoutError
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ import helpers
 from helpers import LostResponses
 
 from .schedules import has_aba
+from notebook_code import lesson
 
 REQUESTS = {"A": 10, "B": 20, "C": 40, "D": 80}
 START = 10_000
@@ -28,6 +31,21 @@ _wallets = itertools.count()
 orders = st.lists(st.sampled_from(sorted(REQUESTS)), min_size=1, max_size=8)
 schedules = orders.flatmap(lambda order: st.tuples(
     st.just(order), st.sets(st.integers(0, len(order) - 1), max_size=len(order))))
+
+
+def module_fixtures(notebook: str, prefix: str) -> tuple[Any, Any]:
+    """A lesson test module's two fixtures: ``nb, name = module_fixtures(NB, "test-04")`` -- `nb`, the notebook's
+    own code (its `imports` and `lesson` cells, run once), and `name`, the module's shared table (`shared_table`)."""
+
+    @pytest.fixture(scope="module")
+    def nb() -> dict[str, Any]:
+        return lesson(notebook)
+
+    @pytest.fixture(scope="module")
+    def name(db: Any) -> str:
+        return shared_table(db, prefix)
+
+    return nb, name
 
 
 def shared_table(db: Any, prefix: str) -> str:
