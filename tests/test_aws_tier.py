@@ -16,6 +16,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from harness.processes import own_dynamodb_local
 
 import helpers
 
@@ -29,15 +30,7 @@ NOTEBOOK = ROOT / "notebooks" / "03_request_id_increments.ipynb"
 
 @pytest.fixture(scope="module")
 def endpoint():
-    from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
-
-    # A server of its own, even in the dynamodb-local tier: the clean-up deletes every run's tables on it.
-    try:
-        server = DynamoDBLocalServer()
-    except DynamoDBLocalUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"DynamoDB Local unavailable: {error}")
+    server = own_dynamodb_local()   # even in the dynamodb-local tier: the clean-up deletes every run's tables on it
     try:
         yield server.endpoint_url
     finally:

@@ -2,10 +2,12 @@
 
 Two tables:
 
-* ``DEBIT_CASES`` -- bad arguments to a debit, sent through the notebooks' own debit functions (03's naive and
-  request-ID debits, 04's guarded debit, 05's ledger and client-token transactions, 06's saved-response
-  handler). Every table the function could write to is read back (strongly consistent) before and after:
-  it must be unchanged, and 06's payment provider must have been called zero times.
+* ``DEBIT_CASES`` -- bad arguments to a debit, sent through every debit function the notebooks teach (03's
+  naive and request-ID debits; 04's request-ID, ledger, guarded and receipt debits; 05's naive, request-ID,
+  ledger and client-token debits; 08's naive, request-ID, ledger and mistaken debits; 06's saved-response
+  handler and 11's Powertools handler). This file is their one home: the lesson files do not restate it.
+  Every table the function could write to is read back (strongly consistent) before and after: it must be
+  unchanged, and the payment provider must have been called zero times.
 * ``BACKEND_CASES`` -- bad choices of backend: an unknown name, DynamoDB Local without Java or without its
   package, ``aws`` without the opt-in. Nothing may be connected, started, installed or created: no new
   connection is registered, no process is spawned, and the backend under test holds the same tables.
@@ -32,6 +34,8 @@ from notebook_code import lesson
 
 NB03, NB04 = "03_request_id_increments.ipynb", "04_where_it_stops.ipynb"
 NB05, NB06 = "05_remembering_every_request.ipynb", "06_saved_responses.ipynb"
+NB08, NB11 = "08_when_dynamodb_says_no.ipynb", "11_saved_responses_in_depth.ipynb"
+pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")   # Powertools
 
 # (case, override of the good debit (wallet "alice", amount 10, a fresh request ID), the error, what it must say)
 DEBIT_CASES = [
@@ -43,7 +47,9 @@ DEBIT_CASES = [
     ("Decimal NaN amount", dict(amount=Decimal("NaN")), helpers.BadInput, r"amount must be a finite number"),
     ("39-digit amount", dict(amount=10**38), helpers.BadInput, r"amount has 39 digits; DynamoDB stores at most 38"),
     ("string amount", dict(amount="10"), helpers.BadInput, r"amount must be a whole number of cents, got str"),
+    ("bool amount", dict(amount=True), helpers.BadInput, r"amount must be a whole number of cents, got bool True"),
     ("empty request ID", dict(request_id=""), helpers.BadInput, r"request_id must not be empty"),
+    ("blank request ID", dict(request_id="   "), helpers.BadInput, r"request_id must not be empty"),
     ("non-string request ID", dict(request_id=42), helpers.BadInput, r"request_id must be a string, got int 42"),
     ("None request ID", dict(request_id=None), helpers.BadInput, r"request_id must be a string, got NoneType"),
     ("37-character request ID", dict(request_id="x" * 37), helpers.BadInput,
@@ -94,18 +100,20 @@ class Debit:
 
 
 class SavedResponseHandler(Debit):
-    """06's `pay(key, payload, invocation)`: the request ID is the idempotency key; wallets, records, provider."""
+    """A saved-response handler, `pay(key, payload, invocation)`: the request ID is the idempotency key; its
+    wallets, its records and the payment provider are read back. 06's `pay`, and 11's Powertools around 06's work."""
 
-    def __init__(self) -> None:
-        super().__init__(NB06, "pay", sort_key=False)
+    def __init__(self, notebook: str = NB06, name: str = "pay", tables: tuple[str, ...] = ("wallets", "records")):
+        super().__init__(notebook, name, sort_key=False)
+        self.table_names = tables
 
     def prepare(self, fresh: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]:
-        code = nb(NB06)
+        code = nb(self.notebook)
         code["provider"] = self.provider = PaymentProvider(code["db"].clock)
         helpers.open_wallet(code["wallets"], "alice", 100)
-        self.tables = [code["wallets"], code["records"]]
-        return lambda args: code["pay"](args["request_id"], {"wallet": args["wallet_id"], "amount": args["amount"]},
-                                        "inv-1")
+        self.tables = [code[name] for name in self.table_names]
+        return lambda args: code[self.name](args["request_id"], {"wallet": args["wallet_id"],
+                                                                 "amount": args["amount"]}, "inv-1")
 
     def snapshot(self) -> list[Any]:
         return super().snapshot() + [("provider calls", self.provider.calls)]
@@ -114,10 +122,20 @@ class SavedResponseHandler(Debit):
 DEBITS = {
     "03 debit_naive": Debit(NB03, "debit_naive", sort_key=False, uses_request_id=False),
     "03 debit_idempotent": Debit(NB03, "debit_idempotent", sort_key=False),
+    "04 debit_idempotent": Debit(NB04, "debit_idempotent", sort_key=True),
+    "04 debit_ledger": Debit(NB04, "debit_ledger", sort_key=True),
     "04 debit_guarded": Debit(NB04, "debit_guarded", sort_key=True),
+    "04 debit_with_receipt": Debit(NB04, "debit_with_receipt", sort_key=True),
+    "05 debit_naive": Debit(NB05, "debit_naive", sort_key=True, uses_request_id=False),
+    "05 debit_idempotent": Debit(NB05, "debit_idempotent", sort_key=True),
     "05 debit_ledger": Debit(NB05, "debit_ledger", sort_key=True),
     "05 debit_token": Debit(NB05, "debit_token", sort_key=True),
+    "08 debit_naive": Debit(NB08, "debit_naive", sort_key=True, uses_request_id=False),
+    "08 debit_idempotent": Debit(NB08, "debit_idempotent", sort_key=True),
+    "08 debit_ledger": Debit(NB08, "debit_ledger", sort_key=True),
+    "08 debit_mistaken": Debit(NB08, "debit_mistaken", sort_key=True),
     "06 pay": SavedResponseHandler(),
+    "11 pay_powertools": SavedResponseHandler(NB11, "pay_powertools", ("wallets", "records", "powertools_table")),
 }
 
 # 06's handler claims its idempotency record before the debit finds the wallet missing: the IN_PROGRESS record
@@ -150,7 +168,14 @@ def test_the_good_debit_does_write(fresh):
         assert debit.snapshot() != before, debit_id
 
 
-@pytest.mark.parametrize("debit_id", list(DEBITS))
+DECIMAL_UNSUPPORTED = {  # a known gap, kept visible: strict, so the day it is fixed this line must go
+    "11 pay_powertools": "Powertools serializes the payload with json.dumps: a Decimal is not JSON serializable",
+}
+
+
+@pytest.mark.parametrize("debit_id", [
+    pytest.param(d, marks=pytest.mark.xfail(strict=True, raises=TypeError, reason=DECIMAL_UNSUPPORTED[d]))
+    if d in DECIMAL_UNSUPPORTED else d for d in DEBITS])
 def test_a_whole_decimal_amount_is_accepted_like_an_int(fresh, debit_id):
     """boto3 reads every number back as a Decimal: a whole one is a good amount in every handler."""
     debit = DEBITS[debit_id]

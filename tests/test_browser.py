@@ -37,6 +37,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from harness.processes import stop, wait_until_it_answers
 
 from notebook_kernel import ROOT, may_raise
 
@@ -154,20 +155,10 @@ def lab(tmp_path_factory):
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     server = Lab(root, port, token)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _answers(server):
-            if process.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"jupyter lab did not start within {START_TIMEOUT_S} s:\n{log.read()[-3000:]}")
-            time.sleep(0.2)
+        wait_until_it_answers(process, log, lambda: _answers(server), START_TIMEOUT_S, "jupyter lab")
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, timeout=20)
         log.close()
 
 

@@ -68,17 +68,36 @@ class Pattern:
         self.fresh = fresh
         self.resends = Resends()
 
+    def prepare(self, keys: list[str]) -> None:
+        """What must exist before the round's operations on `keys` (nothing, unless a subclass says)."""
+
     def duplicates(self, round_number: int) -> list[str]:
         self.reset()
         key = f"{self.name[:2]}-dup-{next(_rounds)}"
+        self.prepare([key])
         outcomes = race(lambda i: self.resends.until_answered(lambda: self.send(key, i)), THREADS)
         return self.check_duplicates(key, outcomes)
 
     def distinct(self, round_number: int) -> list[str]:
         self.reset()
         keys = [f"{self.name[:2]}-dis-{next(_rounds)}-{i}" for i in range(THREADS)]
+        self.prepare(keys)
         outcomes = race(lambda i: self.resends.until_answered(lambda: self.send(keys[i], i)), THREADS)
         return self.check_distinct(keys, outcomes)
+
+
+class OneTablePattern(Pattern):
+    """A pattern of one notebook on a table of its own (key `pk`), emptied each round."""
+
+    notebook = ""
+
+    def __init__(self, fresh):
+        super().__init__(fresh)
+        self.code = nb(self.notebook)
+        self.table = fresh()
+
+    def reset(self) -> None:
+        helpers.empty_table(self.table, ["pk"])
 
 
 def exactly_one(outcomes: list[Any], won: str, lost: str) -> list[str]:
@@ -147,16 +166,8 @@ class ClientTokenTransaction(DebitPattern):
         super().__init__(fresh, NB05, "debit_token", "applied or replayed", "applied or replayed", sort_key=True)
 
 
-class ConditionalCreate(Pattern):
-    name = "conditional create (02)"
-
-    def __init__(self, fresh):
-        super().__init__(fresh)
-        self.code = nb(NB02)
-        self.table = fresh()
-
-    def reset(self) -> None:
-        helpers.empty_table(self.table, ["pk"])
+class ConditionalCreate(OneTablePattern):
+    name, notebook = "conditional create (02)", NB02
 
     def send(self, key, i):
         return self.code["create_checked"](self.table, key, "alice", 25)
@@ -178,42 +189,29 @@ class ConditionalCreate(Pattern):
         return problems
 
 
-class GuardedStatusUpdate(Pattern):
+class GuardedStatusUpdate(OneTablePattern):
     """01's `advance_status`: the fixed value with a condition on the state before it.
 
     (01's unguarded `set_status` has no winner to count: every copy writes the same value, and all say
     "applied"; test_lesson_01 shows the item is identical after one copy or many.)
     """
 
-    name = "guarded status update (01)"
+    name, notebook = "guarded status update (01)", NB01
 
-    def __init__(self, fresh):
-        super().__init__(fresh)
-        self.code = nb(NB01)
-        self.table = fresh()
-
-    def reset(self) -> None:
-        helpers.empty_table(self.table, ["pk"])
+    def prepare(self, keys):
+        for k in keys:
+            self.table.put_item(Item={"pk": k, "status": "packed"})
 
     def send(self, key, i):
         return self.code["advance_status"](self.table, key, "shipped")
 
-    def duplicates(self, round_number):
-        self.reset()
-        key = f"01-dup-{next(_rounds)}"
-        self.table.put_item(Item={"pk": key, "status": "packed"})
-        outcomes = race(lambda i: self.send(key, i), THREADS)
+    def check_duplicates(self, key, outcomes):
         problems = exactly_one(outcomes, "applied", "already applied")
         if helpers.read_item(self.table, {"pk": key}) != {"pk": key, "status": "shipped"}:
             problems.append(f"order is {helpers.read_item(self.table, {'pk': key})}")
         return problems
 
-    def distinct(self, round_number):
-        self.reset()
-        keys = [f"01-dis-{next(_rounds)}-{i}" for i in range(THREADS)]
-        for k in keys:
-            self.table.put_item(Item={"pk": k, "status": "packed"})
-        outcomes = race(lambda i: self.send(keys[i], i), THREADS)
+    def check_distinct(self, keys, outcomes):
         problems = [repr(o) for o in outcomes if o != "applied"]
         shipped = sum(helpers.read_item(self.table, {"pk": k})["status"] == "shipped" for k in keys)
         if shipped != THREADS:
@@ -273,17 +271,23 @@ class SavedResponseHandler(Pattern):
 
 PATTERNS = [GuardedDebit, LedgerTransaction, ConditionalCreate, ClientTokenTransaction, SavedResponseHandler,
             GuardedStatusUpdate]
+def rounds_with_problems(one_round: Callable[[int], list[str]], rounds: int) -> dict[int, list[str]]:
+    """Run `rounds` rounds; the first three problems of each round that had any, by round number."""
+    found = {}
+    for round_number in range(rounds):
+        problems = one_round(round_number)
+        if problems:
+            found[round_number] = problems[:3]
+    return found
+
+
 by_name = pytest.mark.parametrize("pattern", PATTERNS, ids=[p.name for p in PATTERNS])
 
 
 @by_name
 def test_concurrent_duplicates_have_exactly_one_winner_every_round(fresh, pattern):
     p = pattern(fresh)
-    bad_rounds = {}
-    for round_number in range(ROUNDS):
-        problems = p.duplicates(round_number)
-        if problems:
-            bad_rounds[round_number] = problems[:3]
+    bad_rounds = rounds_with_problems(p.duplicates, ROUNDS)
     report(f"{p.name}: {THREADS} threads x {ROUNDS} rounds of one operation: {ROUNDS - len(bad_rounds)} rounds with "
           f"exactly one winner and one effect, {len(bad_rounds)} without; {p.resends.count} sends repeated on "
           f"DynamoDB's 'send again'")
@@ -293,11 +297,7 @@ def test_concurrent_duplicates_have_exactly_one_winner_every_round(fresh, patter
 @by_name
 def test_concurrent_distinct_operations_lose_no_update(fresh, pattern):
     p = pattern(fresh)
-    bad_rounds = {}
-    for round_number in range(DISTINCT_ROUNDS):
-        problems = p.distinct(round_number)
-        if problems:
-            bad_rounds[round_number] = problems[:3]
+    bad_rounds = rounds_with_problems(p.distinct, DISTINCT_ROUNDS)
     report(f"{p.name}: {THREADS} threads x {DISTINCT_ROUNDS} rounds of distinct operations: "
           f"{len(bad_rounds)} rounds with a lost update or a wrong answer; {p.resends.count} sends repeated")
     assert bad_rounds == {}

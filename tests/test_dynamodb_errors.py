@@ -20,8 +20,10 @@ from helpers.dynamodb_errors import (
     THROTTLED,
     THROTTLING,
     ErrorResponses,
+    botocore_resends,
     kinds_for,
 )
+from helpers.wire import watch_answers
 
 ALL_KINDS = dynamodb_errors.ALL_KINDS
 
@@ -94,10 +96,13 @@ def test_a_single_item_write_in_conflict_gets_transaction_conflict_exception(tab
 
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_botocore_retries_exactly_the_answers_it_retries_for_aws(fresh, kind):
+    """What botocore does with each injected answer, watched on the wire, is what its rules say it does with AWS's
+    (`botocore_resends`, asked of botocore's own standard retry conditions)."""
     table = fresh(sdk_retries=True)
     helpers.open_wallet(table, "w", 100)
-    code, _, _, retried = EXPECTED[kind]
+    code, status, _, retried = EXPECTED[kind]
     errors = ErrorResponses(at={0: kind}).install(table)
+    wire = watch_answers(table, helpers.connect().clock)
     try:
         if kind in dynamodb_errors.TRANSACTION_ONLY:
             ledger_debit(table, "m1")     # only a transaction can be told TransactionInProgressException
@@ -106,19 +111,20 @@ def test_botocore_retries_exactly_the_answers_it_retries_for_aws(fresh, kind):
         outcome = "succeeded on a resend"
     except ClientError as error:
         outcome = error.response["Error"]["Code"]
-    assert errors.sent == (2 if retried else 1)
+    assert errors.sent == wire.sends == (2 if retried else 1)
+    first = wire.answers[0]
+    assert (first.status, botocore_resends(first.code, first.status, first.operation)) == (status, retried)
     if kind == CONFLICT:
         assert outcome == "TransactionConflictException"
     else:
         assert outcome == "succeeded on a resend"
 
 
-def test_a_500_after_the_write_landed_makes_botocore_charge_a_naive_debit_twice(fresh):
-    table = fresh(sdk_retries=True)
-    helpers.open_wallet(table, "w", 100)
-    ErrorResponses(at={0: ERROR_500_APPLIED}).install(table)
-    naive_debit(table)  # no error reaches the application ...
-    assert helpers.read_balance(table, "w") == 80  # ... and the wallet was debited twice
+def test_botocore_rules_for_answers_no_helper_produces():
+    assert botocore_resends("RequestLimitExceeded", 400) and botocore_resends("ServiceUnavailable", 503)
+    assert not botocore_resends("TransactionCanceledException", 400)
+    assert not botocore_resends("TransactionConflictException", 400)
+    assert not botocore_resends("ConditionalCheckFailedException", 400)
 
 
 def test_botocore_replays_its_own_client_token_so_a_retried_transaction_applies_once(fresh):

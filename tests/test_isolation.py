@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness.processes import alive
 
 import helpers
 
@@ -33,17 +34,6 @@ print(db._server._process.pid, flush=True)
 import time
 time.sleep(600)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie (exited, not yet reaped by its new parent) is gone for our purpose
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def java_available() -> None:

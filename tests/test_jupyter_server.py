@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from harness.processes import stop, wait_until_it_answers
 
 from notebook_kernel import ROOT, code_cells, kernel_env, may_raise, output_not_compared, read
 
@@ -76,26 +77,18 @@ def server():
         )
         try:
             api = Server(port, token)
-            deadline = time.monotonic() + START_TIMEOUT_SECONDS
-            while True:
-                if process.poll() is not None:
-                    log.seek(0)
-                    pytest.fail(f"jupyter server exited at start-up:\n{log.read()[-3000:]}")
+
+            def answers() -> bool:
                 try:
                     api.request("GET", "/api/status")
-                    break
+                    return True
                 except (urllib.error.URLError, ConnectionError):
-                    if time.monotonic() > deadline:
-                        pytest.fail(f"jupyter server did not answer within {START_TIMEOUT_SECONDS} s")
-                    time.sleep(0.2)
+                    return False
+
+            wait_until_it_answers(process, log, answers, START_TIMEOUT_SECONDS, "jupyter server")
             yield api
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, timeout=15)
             log.close()
 
 

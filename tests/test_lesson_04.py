@@ -7,68 +7,17 @@ ledger never does.
 
 from __future__ import annotations
 
-import itertools
-import uuid
-
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-from harness.schedules import has_aba
+from harness.wallets import check_last_request_id, deliver, module_fixtures, new_wallet, schedules, truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import helpers
 from helpers import LostResponses
 from helpers.concurrency import race
 
-from notebook_code import lesson
-
 NB = "04_where_it_stops.ipynb"
-REQUESTS = {"A": 10, "B": 20, "C": 40, "D": 80}
-START = 10_000
-_wallets = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def nb():
-    return lesson(NB)
-
-
-@pytest.fixture(scope="module")
-def name(db):
-    """One table for the module (sort key sk); every example uses wallets of its own."""
-    table_name = f"test-04-{uuid.uuid4().hex[:8]}"
-    helpers.fresh_table(db, table_name, sort_key="sk")
-    return table_name
-
-
-def new_wallet(nb, table, balance=START):
-    wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:6]}"
-    nb["open_wallet"](table, wallet_id, balance)
-    return wallet_id
-
-
-def last_request_id_model(order):
-    """What the last_request_id debit takes: every delivery unlike the one just before it."""
-    return sum(REQUESTS[r] for n, r in enumerate(order) if n == 0 or order[n - 1] != r)
-
-
-def deliver(nb, db, name, debit, order, lost=()):
-    """Deliver `order` to a new wallet through a client that loses the responses at positions `lost`."""
-    table = db.table(name)
-    wallet_id = new_wallet(nb, table)
-    LostResponses(at=lost).install(table)
-    seen = []
-    for request in order:
-        try:
-            seen.append(debit(table, wallet_id, REQUESTS[request], f"{wallet_id}-{request}"))
-        except ReadTimeoutError:
-            seen.append("timeout")
-    return nb["read_balance"](table, wallet_id), seen
-
-
-orders = st.lists(st.sampled_from(sorted(REQUESTS)), min_size=1, max_size=8)
-schedules = orders.flatmap(lambda order: st.tuples(
-    st.just(order), st.sets(st.integers(0, len(order) - 1), max_size=len(order))))
+nb, name = module_fixtures(NB, "test-04")   # the notebook's own code; one table for the module
 SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -86,11 +35,7 @@ def test_aba_debits_twice(nb, db, name):
 @SETTINGS
 @given(schedule=schedules)
 def test_property_last_request_id_double_applies_exactly_in_the_aba_shape(nb, db, name, schedule):
-    order, lost = schedule
-    balance, _ = deliver(nb, db, name, nb["debit_idempotent"], order, sorted(lost))
-    truth = START - sum(REQUESTS[r] for r in set(order))
-    assert balance == START - last_request_id_model(order)       # lost responses change nothing stored
-    assert (balance != truth) == has_aba(order)
+    check_last_request_id(nb, db, name, schedule)
 
 
 @SETTINGS
@@ -98,7 +43,7 @@ def test_property_last_request_id_double_applies_exactly_in_the_aba_shape(nb, db
 def test_property_the_ledger_never_double_applies(nb, db, name, schedule):
     order, lost = schedule
     balance, seen = deliver(nb, db, name, nb["debit_ledger"], order, sorted(lost))
-    assert balance == START - sum(REQUESTS[r] for r in set(order))
+    assert balance == truth(order)
     firsts = {order.index(r) for r in set(order)}
     assert all(s in ("applied", "timeout") for n, s in enumerate(seen) if n in firsts)
     assert all(s in ("already applied", "timeout") for n, s in enumerate(seen) if n not in firsts)
@@ -189,30 +134,6 @@ def test_a_retry_gets_no_receipt(nb, db, name):
     assert nb["debit_with_receipt"](client_side, wallet_id, 10, "A") == {
         "outcome": "already applied", "new_balance": None}
     assert nb["debit_with_receipt"](table, wallet_id, 5, "B") == {"outcome": "applied", "new_balance": 85}
-
-
-# --- bad input ---------------------------------------------------------------
-
-BAD = [
-    (dict(amount=-10), "amount must be positive"),
-    (dict(amount=2.5), "not a float"),
-    (dict(request_id=""), "must not be empty"),
-    (dict(request_id="x" * 37), "at most 36"),
-    (dict(wallet_id=""), "wallet_id must be a non-empty string"),
-    (dict(wallet_id="nobody"), "wallet 'nobody' does not exist"),
-]
-
-
-@pytest.mark.parametrize("debit_name", ["debit_idempotent", "debit_ledger", "debit_guarded", "debit_with_receipt"])
-@pytest.mark.parametrize("override, message", BAD, ids=[m for _, m in BAD])
-def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, override, message):
-    table = fresh(sort_key="sk")
-    nb["open_wallet"](table, "alice", 100)
-    before = table.scan(ConsistentRead=True)["Items"]
-    args = dict(wallet_id="alice", amount=10, request_id="req-1") | override
-    with pytest.raises((ValueError, LookupError), match=message):
-        nb[debit_name](table, args["wallet_id"], args["amount"], args["request_id"])
-    assert table.scan(ConsistentRead=True)["Items"] == before
 
 
 def test_other_errors_are_not_swallowed(nb, db):

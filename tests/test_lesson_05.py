@@ -1,90 +1,46 @@
 """Notebook 05's own functions: the request ledger, ClientRequestToken, and what each pattern costs.
 
-Property-based tests generate schedules of duplicate and reordered deliveries, lost responses and
-concurrent copies: the ledger and token patterns never double-apply; last_request_id does, exactly in the
-ABA shape.
+Property-based tests generate schedules of duplicate and reordered deliveries and lost responses:
+last_request_id double-applies exactly in the ABA shape; with botocore resending lost responses itself, the
+ledger and the token still apply each request once (without botocore's resends, under bursts too:
+test_properties.py and test_concurrency.py, where every pattern is).
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 import uuid
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-from harness.schedules import has_aba
+from harness.resends import answer_then_resend
+from harness.wallets import check_last_request_id, deliver, module_fixtures, new_wallet, schedules, truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import helpers
 from helpers import LostResponses
 from helpers.concurrency import race
+from helpers.dynamodb_errors import ANSWERS as ALL_ANSWERS
+from helpers.dynamodb_errors import CONFLICT, KINDS, ErrorResponses
 from helpers.meter import CapacityMeter
 
-from notebook_code import cells, lesson
+from notebook_code import cells
 
 NB = "05_remembering_every_request.ipynb"
-REQUESTS = {"A": 10, "B": 20, "C": 40, "D": 80}
-START = 10_000
-_wallets = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def nb():
-    return lesson(NB)
-
-
-@pytest.fixture(scope="module")
-def name(db):
-    table_name = f"test-05-{uuid.uuid4().hex[:8]}"
-    helpers.fresh_table(db, table_name, sort_key="sk")
-    return table_name
-
-
-def new_wallet(nb, table, balance=START):
-    wallet_id = f"w{next(_wallets)}-{uuid.uuid4().hex[:8]}"
-    nb["open_wallet"](table, wallet_id, balance)
-    return wallet_id
-
-
-def deliver(nb, db, name, debit, order, lost=(), sdk_retries=False):
-    """Deliver `order` to a new wallet; the responses at positions `lost` are lost (the writes commit)."""
-    table = db.table(name, sdk_retries=sdk_retries)
-    wallet_id = new_wallet(nb, table)
-    LostResponses(at=lost).install(table)
-    seen = []
-    for request in order:
-        try:
-            seen.append(debit(table, wallet_id, REQUESTS[request], f"{wallet_id}-{request}"))
-        except ReadTimeoutError:
-            seen.append("timeout")
-    return nb["read_balance"](table, wallet_id), seen
-
-
-orders = st.lists(st.sampled_from(sorted(REQUESTS)), min_size=1, max_size=8)
-schedules = orders.flatmap(lambda order: st.tuples(
-    st.just(order), st.sets(st.integers(0, len(order) - 1), max_size=len(order))))
+nb, name = module_fixtures(NB, "test-05")   # the notebook's own code; one table for the module
 SETTINGS = settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 PATTERNS = ["debit_ledger", "debit_token"]
 
 
-# --- the ledger and the token never double-apply; last_request_id does, in the ABA shape ---------
-
-@SETTINGS
-@given(schedule=schedules, pattern=st.sampled_from(PATTERNS))
-def test_property_ledger_and_token_apply_each_request_once(nb, db, name, schedule, pattern):
-    order, lost = schedule
-    balance, _ = deliver(nb, db, name, nb[pattern], order, sorted(lost))
-    assert balance == START - sum(REQUESTS[r] for r in set(order))
-
+# --- last_request_id fails in the ABA shape; the ledger and the token do not, botocore's own resends included ---
+# (That the ledger and the token apply each request once under duplicates, reorderings, lost responses and
+# concurrent copies is test_properties.py's and test_concurrency.py's, for every pattern.)
 
 @SETTINGS
 @given(schedule=schedules)
 def test_property_last_request_id_fails_exactly_in_the_aba_shape(nb, db, name, schedule):
-    order, lost = schedule
-    balance, _ = deliver(nb, db, name, nb["debit_idempotent"], order, sorted(lost))
-    assert (balance != START - sum(REQUESTS[r] for r in set(order))) == has_aba(order)
+    check_last_request_id(nb, db, name, schedule)
 
 
 @settings(max_examples=15, suppress_health_check=[HealthCheck.too_slow])
@@ -93,7 +49,7 @@ def test_property_with_botocore_retrying_lost_responses(nb, db, name, schedule, 
     """botocore resends each lost response itself (same call, same token) — still one effect per request."""
     order, lost = schedule
     balance, seen = deliver(nb, db, name, nb[pattern], order, sorted(lost), sdk_retries=True)
-    assert balance == START - sum(REQUESTS[r] for r in set(order))
+    assert balance == truth(order)
 
 
 def test_the_notebooks_search(nb, db, name):
@@ -101,18 +57,6 @@ def test_the_notebooks_search(nb, db, name):
     assert nb["smallest_counterexample"](nb["debit_idempotent"], table) == ["A", "B", "A"]
     assert nb["smallest_counterexample"](nb["debit_ledger"], table) is None
     assert nb["smallest_counterexample"](nb["debit_token"], table) is None
-
-
-@pytest.mark.parametrize("pattern", PATTERNS)
-def test_concurrent_duplicates_apply_once(nb, db, name, pattern):
-    table = db.table(name)
-    for round_number in range(5):
-        wallet_id = new_wallet(nb, table, 100)
-        request_id = f"{wallet_id}-r{round_number}"
-        outcomes = race(lambda i: nb[pattern](table, wallet_id, 5, request_id), threads=8)
-        assert nb["read_balance"](table, wallet_id) == 95
-        if pattern == "debit_ledger":
-            assert outcomes.count("applied") == 1 and outcomes.count("already applied") == 7
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -316,74 +260,19 @@ def test_a_call_that_sets_its_own_capacity_mode_keeps_it(db, name):
     assert meter.capacity_units == 1.0
 
 
-# --- bad input ------------------------------------------------------------------
-
-BAD = [
-    (dict(amount=-10), "amount must be positive"),
-    (dict(amount=2.5), "not a float"),
-    (dict(request_id=""), "must not be empty"),
-    (dict(request_id="x" * 37), "at most 36"),
-    (dict(wallet_id=""), "wallet_id must be a non-empty string"),
-    (dict(wallet_id="nobody"), "wallet 'nobody' does not exist"),
-]
-
-
-@pytest.mark.parametrize("debit_name", ["debit_ledger", "debit_token", "debit_idempotent", "debit_naive"])
-@pytest.mark.parametrize("override, message", BAD, ids=[m for _, m in BAD])
-def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, override, message):
-    if debit_name == "debit_naive" and "request_id" in override:
-        pytest.skip("the naive debit ignores the request ID")
-    table = fresh(sort_key="sk")
-    nb["open_wallet"](table, "alice", 100)
-    before = table.scan(ConsistentRead=True)["Items"]
-    args = dict(wallet_id="alice", amount=10, request_id=str(uuid.uuid4())) | override
-    with pytest.raises((ValueError, LookupError), match=message):
-        nb[debit_name](table, args["wallet_id"], args["amount"], args["request_id"])
-    assert table.scan(ConsistentRead=True)["Items"] == before
-
-
 # --- DynamoDB's own failure answers (helpers.dynamodb_errors) -------------------
-
-from helpers.dynamodb_errors import ANSWERS as ALL_ANSWERS  # noqa: E402
-from helpers.dynamodb_errors import CONFLICT, ERROR_500_APPLIED, KINDS, ErrorResponses  # noqa: E402
+# (Under generated schedules of them, botocore's resends or the application's, once and truthful:
+# test_properties_failures.py. Here: each answer alone, with the conflict on either action.)
 
 ANSWERS = [(kind, item) for kind, item in ALL_ANSWERS if kind in KINDS]   # the table, its original commit aside
 
 
-@pytest.mark.parametrize("pattern", ["debit_ledger", "debit_token"])
+@pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("kind, conflict_item", ANSWERS, ids=[f"{k}@{i}" for k, i in ANSWERS])
 def test_no_failure_answer_is_read_as_success_or_as_a_missing_wallet(nb, db, name, pattern, kind, conflict_item):
-    """SDK retries off: the handler sees DynamoDB's answer itself. Only the marker's own failed condition
-    means "already applied"; any other answer is an error the caller can resend, never a missing wallet."""
     table = db.table(name)
-    wallet_id = new_wallet(nb, table, 100)
-    request_id = str(uuid.uuid4())
-    errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
-    with pytest.raises(ClientError) as raised:
-        nb[pattern](table, wallet_id, 10, request_id)
-    errors.uninstall()
-    assert raised.value.response["Error"]["Code"] != "ConditionalCheckFailedException"
-    applied = kind == ERROR_500_APPLIED
-    assert nb["read_balance"](table, wallet_id) == (90 if applied else 100)
-    # The caller resends the same request: it applies exactly once in all.
-    assert nb[pattern](table, wallet_id, 10, request_id) in {"applied", "already applied", "applied or replayed"}
-    assert nb["read_balance"](table, wallet_id) == 90
-
-
-@pytest.mark.parametrize("pattern", ["debit_ledger", "debit_token"])
-@pytest.mark.parametrize("kind", KINDS)
-def test_with_botocore_retrying_every_answer_ends_in_one_debit_or_a_clear_error(nb, db, name, pattern, kind):
-    table = db.table(name, sdk_retries=True)
-    wallet_id = new_wallet(nb, table, 100)
-    request_id = str(uuid.uuid4())
-    ErrorResponses(at={0: kind}).install(table)
-    try:
-        nb[pattern](table, wallet_id, 10, request_id)
-    except ClientError as error:  # only a conflict reaches the caller: botocore does not resend it
-        assert kind == CONFLICT, error
-        assert nb["read_balance"](table, wallet_id) == 100
-        nb[pattern](table, wallet_id, 10, request_id)
-    assert nb["read_balance"](table, wallet_id) == 90
+    answer_then_resend(nb[pattern], table, new_wallet(nb, table, 100), nb["read_balance"], kind, conflict_item,
+                       str(uuid.uuid4()))
 
 
 # --- the collection's rules for time in items: stated once, here; linked from the lessons that use them ----------

@@ -13,27 +13,13 @@ import uuid
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
+from harness.resends import answer_then_resend
 
 import helpers
 from helpers import LostResponses
-from helpers.dynamodb_errors import (
-    ALL_KINDS,
-    ANSWERS,
-    APPLIED,
-    CONFLICT,
-    ERROR_500_APPLIED,
-    ERROR_500_NOT_APPLIED,
-    IN_PROGRESS,
-    IN_PROGRESS_APPLIED,
-    KINDS,
-    THROTTLED,
-    THROTTLING,
-    ErrorResponses,
-    botocore_resends,
-    kinds_for,
-)
+from helpers import dynamodb_errors as dynamodb
+from helpers.dynamodb_errors import ANSWERS, ErrorResponses, kinds_for
 from helpers.exercises import check_bounded_pay
-from helpers.wire import watch_answers
 
 from notebook_code import cells, lesson
 
@@ -67,18 +53,11 @@ def test_no_failure_answer_is_success_and_a_resend_applies_once(nb, pattern, kin
     if not can_get(pattern, kind):
         pytest.skip(f"an {OPERATION[pattern]} is never answered {kind}")
     table, wallet_id = wallet(nb)
-    errors = ErrorResponses(at={0: kind}, conflict_item=item).install(table)
-    with pytest.raises(ClientError) as raised:
-        nb[pattern](table, wallet_id, 10, "pay-1")
-    errors.uninstall()
-    assert raised.value.response["Error"]["Code"] != "ConditionalCheckFailedException"
-    assert nb["read_balance"](table, wallet_id) == (90 if kind in APPLIED else 100)
-    assert nb[pattern](table, wallet_id, 10, "pay-1") in ("applied", "already applied")
-    assert nb["read_balance"](table, wallet_id) == 90
+    answer_then_resend(nb[pattern], table, wallet_id, nb["read_balance"], kind, item, "pay-1")
 
 
 @pytest.mark.parametrize("pattern", ALL)
-@pytest.mark.parametrize("kind", ALL_KINDS)
+@pytest.mark.parametrize("kind", dynamodb.ALL_KINDS)
 def test_with_botocore_resending_only_a_conflict_reaches_the_caller(nb, pattern, kind):
     if not can_get(pattern, kind):
         pytest.skip(f"an {OPERATION[pattern]} is never answered {kind}")
@@ -87,11 +66,11 @@ def test_with_botocore_resending_only_a_conflict_reaches_the_caller(nb, pattern,
     try:
         outcome = nb[pattern](table, wallet_id, 10, "pay-1")
     except ClientError as error:
-        assert kind == CONFLICT, error
+        assert kind == dynamodb.CONFLICT, error
         assert nb["read_balance"](table, wallet_id) == 100                   # nothing written
         return
-    expected = 80 if (pattern == "debit_naive" and kind == ERROR_500_APPLIED) else 90
-    if pattern == "debit_mistaken" and kind == CONFLICT:
+    expected = 80 if (pattern == "debit_naive" and kind == dynamodb.ERROR_500_APPLIED) else 90
+    if pattern == "debit_mistaken" and kind == dynamodb.CONFLICT:
         assert outcome == "already applied"
         expected = 100                                                       # told success, never debited
     assert nb["read_balance"](table, wallet_id) == expected
@@ -120,7 +99,7 @@ def test_in_flight_a_new_call_charges_a_naive_transaction_twice_the_same_token_o
 
 def test_the_ledger_told_in_progress_raises_and_its_resend_is_already_applied_when_the_original_committed(nb):
     table, wallet_id = wallet(nb)
-    ErrorResponses(at={0: IN_PROGRESS_APPLIED}).install(table)
+    ErrorResponses(at={0: dynamodb.IN_PROGRESS_APPLIED}).install(table)
     with pytest.raises(ClientError) as raised:
         nb["debit_ledger"](table, wallet_id, 10, "pay-1")
     assert raised.value.response["Error"]["Code"] == "TransactionInProgressException"
@@ -140,7 +119,7 @@ def test_a_lost_response_then_a_resend_applies_once(nb, pattern):
 
 def test_the_mistaken_handler_reports_a_conflict_as_applied_and_writes_nothing(nb):
     table, wallet_id = wallet(nb)
-    ErrorResponses(at={0: CONFLICT}, conflict_item=0).install(table)
+    ErrorResponses(at={0: dynamodb.CONFLICT}, conflict_item=0).install(table)
     assert nb["debit_mistaken"](table, wallet_id, 10, "pay-1") == "already applied"
     assert nb["read_balance"](table, wallet_id) == 100
     assert helpers.read_item(table, {"pk": wallet_id, "sk": "req#pay-1"}) is None
@@ -154,19 +133,6 @@ def test_duplicates_and_missing_wallets_are_told_apart(nb, pattern):
     with pytest.raises(helpers.WalletNotFound):
         nb[pattern](table, f"nobody-{uuid.uuid4().hex[:6]}", 10, "pay-1")
     assert nb["read_balance"](table, wallet_id) == 90
-
-
-@pytest.mark.parametrize("pattern", ALL)
-@pytest.mark.parametrize("amount, request_id, message", [(-10, "pay-1", "positive"), (2.5, "pay-1", "float"),
-                                                         (10, "", "empty")])
-def test_bad_input_is_refused_and_nothing_is_written(nb, pattern, amount, request_id, message):
-    if pattern == "debit_naive" and not request_id:
-        pytest.skip("the naive debit ignores the request ID")
-    table, wallet_id = wallet(nb)
-    before = table.scan(ConsistentRead=True)["Items"]
-    with pytest.raises(ValueError, match=message):
-        nb[pattern](table, wallet_id, amount, request_id)
-    assert table.scan(ConsistentRead=True)["Items"] == before
 
 
 # --- the notebook's scenarios ----------------------------------------------------------------------------------
@@ -195,9 +161,9 @@ def test_two_payments_racing(nb):
 
 
 def test_botocore_backs_off_on_the_virtual_clock(nb):
-    attempts, outcome, _, _ = nb["botocore_backoff"]([THROTTLED, THROTTLING])
+    attempts, outcome, _, _ = nb["botocore_backoff"]([dynamodb.THROTTLED, dynamodb.THROTTLING])
     assert [a["at (virtual s)"] for a in attempts] == [0.0, 1.0, 3.0] and outcome["balance"] == 90
-    attempts, outcome, table, wallet_id = nb["botocore_backoff"]([THROTTLED] * 3)
+    attempts, outcome, table, wallet_id = nb["botocore_backoff"]([dynamodb.THROTTLED] * 3)
     assert outcome == {"the application saw": "ProvisionedThroughputExceededException", "balance": 100}
     assert nb["debit_naive"](table, wallet_id, 10, "pay-1") == "applied" and nb["read_balance"](table, wallet_id) == 90
 
@@ -226,34 +192,13 @@ def test_the_answers_table_is_observed(nb):
 @pytest.mark.parametrize("seed", [0, 8, 21])
 def test_one_schedule_of_mixed_faults(nb, seed):
     rng = random.Random(seed)
-    schedule = [rng.choice([None, CONFLICT, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED, THROTTLED, THROTTLING])
-                for _ in range(8)]
+    kinds = [None, dynamodb.CONFLICT, dynamodb.ERROR_500_APPLIED, dynamodb.ERROR_500_NOT_APPLIED, dynamodb.THROTTLED,
+             dynamodb.THROTTLING]
+    schedule = [rng.choice(kinds) for _ in range(8)]
     truth = 200 - 10 * len(schedule)
     assert nb["pay_all"](nb["debit_ledger"], schedule)[-1] == truth
-    assert nb["pay_all"](nb["debit_naive"], schedule)[-1] == truth - 10 * schedule.count(ERROR_500_APPLIED)
-    assert nb["pay_all"](nb["debit_mistaken"], schedule)[-1] == truth + 10 * schedule.count(CONFLICT)
-
-
-# --- botocore's rules, asked and observed agree -----------------------------------------------------------------
-
-@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if k != CONFLICT])
-def test_botocore_resends_what_its_rules_say(nb, kind):
-    table, wallet_id = wallet(nb, sdk_retries=True)
-    ErrorResponses(at={0: kind}).install(table)
-    wire = watch_answers(table, helpers.connect().clock)
-    if can_get("debit_naive", kind):
-        nb["debit_naive"](table, wallet_id, 10, "pay-1")
-    else:
-        nb["naive_transaction"](table, wallet_id)       # only a transaction can be told TransactionInProgress
-    first = wire.answers[0]
-    assert wire.sends == 2 and botocore_resends(first.code, first.status)
-
-
-def test_botocore_rules_for_answers_no_helper_produces():
-    assert botocore_resends("RequestLimitExceeded", 400) and botocore_resends("ServiceUnavailable", 503)
-    assert not botocore_resends("TransactionCanceledException", 400)
-    assert not botocore_resends("TransactionConflictException", 400)
-    assert not botocore_resends("ConditionalCheckFailedException", 400)
+    assert nb["pay_all"](nb["debit_naive"], schedule)[-1] == truth - 10 * schedule.count(dynamodb.ERROR_500_APPLIED)
+    assert nb["pay_all"](nb["debit_mistaken"], schedule)[-1] == truth + 10 * schedule.count(dynamodb.CONFLICT)
 
 
 # --- the exercise -----------------------------------------------------------------------------------------------
@@ -345,5 +290,6 @@ def test_an_error_is_reported_not_propagated_and_bad_input_must_be_refused(db):
 def test_the_checker_names_each_answer_it_injects():
     from helpers.exercises import lesson_08
 
-    assert {kind for kind, _, _ in lesson_08.ANSWERS} == set(ALL_KINDS) and IN_PROGRESS in KINDS
-    assert ERROR_500_NOT_APPLIED in {kind for kind, _, _ in lesson_08.ANSWERS}
+    assert {kind for kind, _, _ in lesson_08.ANSWERS} == set(dynamodb.ALL_KINDS)
+    assert dynamodb.IN_PROGRESS in dynamodb.KINDS
+    assert dynamodb.ERROR_500_NOT_APPLIED in {kind for kind, _, _ in lesson_08.ANSWERS}

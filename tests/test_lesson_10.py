@@ -72,17 +72,15 @@ def table_state(nb):
 
 # --- lost answers ------------------------------------------------------------------------------------
 
-class _LosingConnection:
-    """A psycopg connection whose answer to one statement is lost: it reaches the server, then the line dies."""
+class _Watched:
+    """A psycopg connection that shows each statement's result to its owner's `after(conn, query, result)`."""
 
-    def __init__(self, conn, owner: LosingPostgres) -> None:
+    def __init__(self, conn, owner: StandIn) -> None:
         self._conn, self._owner = conn, owner
 
     def execute(self, query, params=None):
         result = self._conn.execute(query, params)
-        if self._owner.should_lose(query):
-            self._owner.pg.terminate(self._conn)          # the server ends the session; its answer never came
-            raise psycopg.OperationalError(f"the answer to {self._owner.word} was lost")
+        self._owner.after(self._conn, query, result)
         return result
 
     def __enter__(self):
@@ -95,11 +93,30 @@ class _LosingConnection:
         return getattr(self._conn, name)
 
 
-class LosingPostgres:
-    """Stands in for the notebook's `pg` during one call: the first statement starting with `word` loses its answer."""
+class StandIn:
+    """Stands in for the notebook's `pg`: what a subclass's `after` does follows each statement on its connections;
+    everything else is `pg`'s own."""
+
+    def __init__(self, pg) -> None:
+        self.pg = pg
+
+    def after(self, conn, query, result) -> None:
+        pass
+
+    def connect(self, **options):
+        return _Watched(self.pg.connect(**options), self)
+
+    def __getattr__(self, name):
+        return getattr(self.pg, name)
+
+
+class LosingPostgres(StandIn):
+    """During one call, the first statement starting with `word` loses its answer: it reaches the server, then the
+    line dies."""
 
     def __init__(self, pg, word: str) -> None:
-        self.pg, self.word, self.lost = pg, word, False
+        super().__init__(pg)
+        self.word, self.lost = word, False
         self._lock = threading.Lock()
 
     def should_lose(self, query) -> bool:
@@ -109,11 +126,10 @@ class LosingPostgres:
             self.lost = True
             return True
 
-    def connect(self, **options):
-        return _LosingConnection(self.pg.connect(**options), self)
-
-    def __getattr__(self, name):
-        return getattr(self.pg, name)
+    def after(self, conn, query, result) -> None:
+        if self.should_lose(query):
+            self.pg.terminate(conn)                 # the server ends the session; its answer never came
+            raise psycopg.OperationalError(f"the answer to {self.word} was lost")
 
 
 # Which write loses its answer: Postgres's statement, and 06's write it stands for.
@@ -542,42 +558,20 @@ def test_the_notebook_uses_the_process_server_it_does_not_start_another(nb):
 
 # --- the specification: once, bound to its payload, truthful, live (issue "One specification, one checker") ---
 
-class _VanishingConnection:
-    """A connection on which the key's row is deleted by someone else right after a claim that inserted nothing."""
-
-    def __init__(self, conn, owner: VanishingRow) -> None:
-        self._conn, self._owner = conn, owner
-
-    def execute(self, query, params=None):
-        result = self._conn.execute(query, params)
-        text = str(query).lstrip().upper()
-        if not self._owner.done and text.startswith("INSERT INTO IDEMPOTENCY") and result.rowcount == 0:
-            self._owner.done = True
-            with self._owner.pg.admin() as admin:             # a sweeper (or a person) deletes the row now
-                admin.execute("DELETE FROM idempotency WHERE idempotency_key = %s", (self._owner.key,))
-        return result
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._conn.close()
-
-    def __getattr__(self, name):
-        return getattr(self._conn, name)
-
-
-class VanishingRow:
-    """Stands in for the notebook's `pg`: the key's row vanishes between the claim and the read that follows it."""
+class VanishingRow(StandIn):
+    """The key's row is deleted by someone else (a sweeper, a person) right after a claim that inserted nothing:
+    it vanishes between the claim and the read that follows it."""
 
     def __init__(self, pg, key: str) -> None:
-        self.pg, self.key, self.done = pg, key, False
+        super().__init__(pg)
+        self.key, self.done = key, False
 
-    def connect(self, **options):
-        return _VanishingConnection(self.pg.connect(**options), self)
-
-    def __getattr__(self, name):
-        return getattr(self.pg, name)
+    def after(self, conn, query, result) -> None:
+        text = str(query).lstrip().upper()
+        if not self.done and text.startswith("INSERT INTO IDEMPOTENCY") and result.rowcount == 0:
+            self.done = True
+            with self.pg.admin() as admin:
+                admin.execute("DELETE FROM idempotency WHERE idempotency_key = %s", (self.key,))
 
 
 def test_a_row_that_vanishes_after_the_claim_is_never_read_as_ours(nb):

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 import pytest
+from harness.processes import own_dynamodb_local
 from jupyter_client.manager import KernelManager
 from nbformat.v4 import output_from_msg
 
@@ -45,14 +46,7 @@ def backend_env():
     if os.environ.get("RETRY_BACKEND", "moto").strip().lower() == "dynamodb-local" and not os.environ.get(
         "RETRY_DYNAMODB_ENDPOINT"
     ):
-        from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
-
-        try:
-            server = DynamoDBLocalServer()
-        except DynamoDBLocalUnavailable as error:
-            if os.environ.get("CI"):
-                raise
-            pytest.skip(f"DynamoDB Local unavailable: {error}")
+        server = own_dynamodb_local()
         extra["RETRY_DYNAMODB_ENDPOINT"] = server.endpoint_url
     try:
         yield kernel_env(extra)

@@ -21,6 +21,7 @@ from pathlib import Path
 import nbformat
 import psycopg
 import pytest
+from harness.processes import alive
 from jupyter_client import KernelManager
 
 import helpers.postgres as postgres_module
@@ -95,18 +96,6 @@ def children():
         if child.poll() is None:
             child.kill()
             child.wait(30)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:                                                  # a zombie is dead, only not yet reaped
-        state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
-        return state != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def gone(folder: Path, *pids: int) -> bool:

@@ -14,23 +14,8 @@ import pytest
 from summary_lines import summary
 
 import helpers
+from helpers import specification as spec
 from helpers.checker import Verdict, check_handler
-from helpers.specification import (
-    BOUND,
-    IN_PROGRESS,
-    LIVE,
-    MISMATCH,
-    ONCE,
-    REFUSED,
-    SUCCESS,
-    TRUTHFUL,
-    UNKNOWN,
-    Operation,
-    Violation,
-    check_answer,
-    check_money,
-    classify,
-)
 
 from notebook_code import lesson
 
@@ -52,41 +37,43 @@ def report(verdict: Verdict) -> None:
 # --- the specification alone ------------------------------------------------------------------------------------
 
 def test_answers_are_classified_by_what_they_tell_the_caller():
-    assert classify({"status": 201, "body": "{}"}) == SUCCESS
-    assert [classify({"status": s}) for s in (422, 409, 404, 500)] == [MISMATCH, IN_PROGRESS, REFUSED, UNKNOWN]
-    assert classify(helpers.BadInput("x")) == REFUSED and classify(helpers.WalletNotFound("w")) == REFUSED
-    assert classify(ConnectionError("down")) == UNKNOWN and classify(None) == UNKNOWN
+    assert spec.classify({"status": 201, "body": "{}"}) == spec.SUCCESS
+    assert [spec.classify({"status": s}) for s in (422, 409, 404, 500)] == [
+        spec.MISMATCH, spec.IN_PROGRESS, spec.REFUSED, spec.UNKNOWN]
+    assert spec.classify(helpers.BadInput("x")) == spec.REFUSED
+    assert spec.classify(helpers.WalletNotFound("w")) == spec.REFUSED
+    assert spec.classify(ConnectionError("down")) == spec.UNKNOWN and spec.classify(None) == spec.UNKNOWN
 
 
 def test_an_answer_that_says_nothing_was_written_while_money_moved_breaks_truthful():
-    op = Operation("shop-a", "k", ("alice", 10))
-    with pytest.raises(Violation) as found:
-        check_answer(op, ("alice", 10), {"status": 422, "body": ""}, {"alice debited": 10})
-    check_answer(op, ("alice", 10), {"status": 409, "body": ""}, {"alice debited": 10})   # "retry": no promise
-    assert found.value.prop == TRUTHFUL
+    op = spec.Operation("shop-a", "k", ("alice", 10))
+    with pytest.raises(spec.Violation) as found:
+        spec.check_answer(op, ("alice", 10), {"status": 422, "body": ""}, {"alice debited": 10})
+    spec.check_answer(op, ("alice", 10), {"status": 409, "body": ""}, {"alice debited": 10})   # "retry": no promise
+    assert found.value.prop == spec.TRUTHFUL
 
 
 def test_a_replay_that_differs_breaks_truthful_and_a_success_for_another_payload_breaks_bound():
-    op = Operation("shop-a", "k", ("alice", 10))
+    op = spec.Operation("shop-a", "k", ("alice", 10))
     first = {"status": 201, "body": json.dumps({"charge": "ch_1"})}
-    check_answer(op, ("alice", 10), first, {})
-    check_answer(op, ("alice", 10), dict(first), {})                       # the same bytes: a replay
-    with pytest.raises(Violation) as differs:
-        check_answer(op, ("alice", 10), {"status": 201, "body": json.dumps({"charge": "ch_2"})}, {})
-    assert differs.value.prop == TRUTHFUL
-    with pytest.raises(Violation) as other:
-        check_answer(op, ("alice", 99), first, {})
-    assert other.value.prop == BOUND
+    spec.check_answer(op, ("alice", 10), first, {})
+    spec.check_answer(op, ("alice", 10), dict(first), {})                       # the same bytes: a replay
+    with pytest.raises(spec.Violation) as differs:
+        spec.check_answer(op, ("alice", 10), {"status": 201, "body": json.dumps({"charge": "ch_2"})}, {})
+    assert differs.value.prop == spec.TRUTHFUL
+    with pytest.raises(spec.Violation) as other:
+        spec.check_answer(op, ("alice", 99), first, {})
+    assert other.value.prop == spec.BOUND
 
 
 def test_money_must_match_the_answers_per_wallet():
-    op = Operation("shop-a", "k", ("alice", 10), successes=[(("alice", 10), {"status": 201})])
-    check_money([op], {"alice": 10, "bob": 0}, {"alice": 10, "bob": 0})
-    with pytest.raises(Violation, match="charged 99") as found:
-        check_money([op], {"alice": 10, "bob": 0}, {"alice": 99, "bob": 0})
-    assert found.value.prop == ONCE
-    with pytest.raises(Violation):
-        check_money([], {"alice": 10}, None)                              # debited, never answered success
+    op = spec.Operation("shop-a", "k", ("alice", 10), successes=[(("alice", 10), {"status": 201})])
+    spec.check_money([op], {"alice": 10, "bob": 0}, {"alice": 10, "bob": 0})
+    with pytest.raises(spec.Violation, match="charged 99") as found:
+        spec.check_money([op], {"alice": 10, "bob": 0}, {"alice": 99, "bob": 0})
+    assert found.value.prop == spec.ONCE
+    with pytest.raises(spec.Violation):
+        spec.check_money([], {"alice": 10}, None)                              # debited, never answered success
 
 
 def test_check_handler_refuses_what_it_cannot_check(nb):
@@ -112,7 +99,7 @@ def test_powertools_outside_lambda_gives_up_live(nb):
     verdict = check_handler(nb["pay_powertools_outside_lambda"], histories=100, shrink=False,
                             name="06 Powertools outside Lambda")
     report(verdict)
-    assert verdict.broken == LIVE, str(verdict)
+    assert verdict.broken == spec.LIVE, str(verdict)
 
 
 def tempting(nb, *, give_back: bool, any_marker: bool):
@@ -130,7 +117,7 @@ def tempting(nb, *, give_back: bool, any_marker: bool):
 
 
 @pytest.mark.parametrize("give_back, any_marker, expected", [
-    (True, True, {ONCE, BOUND, LIVE}), (True, False, {ONCE, BOUND, LIVE})],
+    (True, True, {spec.ONCE, spec.BOUND, spec.LIVE}), (True, False, {spec.ONCE, spec.BOUND, spec.LIVE})],
     ids=["give-back-and-any-marker", "give-back"])
 def test_the_tempting_shortcuts_are_found(nb, give_back, any_marker, expected):
     swaps = tempting(nb, give_back=give_back, any_marker=any_marker)
@@ -155,7 +142,7 @@ def test_a_handler_with_no_record_gives_up_once(nb):
 
     verdict = check_handler(_with_globals(naive_pay, nb), histories=100, shrink=False, name="naive pay")
     report(verdict)
-    assert verdict.broken in {ONCE, LIVE}, str(verdict)    # a provider key reused for another amount: stuck
+    assert verdict.broken in {spec.ONCE, spec.LIVE}, str(verdict)    # a provider key reused for another amount: stuck
 
 
 def _with_globals(function, namespace):
@@ -172,7 +159,7 @@ def test_powertools_in_lambda_gives_up_truthful(nb):
              check_handler(nb["pay_powertools"], histories=400, shrink=False).broken}
     summary(f"the specification's checker on {BACKEND}").append(
         f"06 Powertools in Lambda breaks {' and '.join(sorted(found))} (as it should)")
-    assert TRUTHFUL in found and None not in found, found   # the longer search may meet once (the delete) first
+    assert spec.TRUTHFUL in found and None not in found, found   # the longer search may meet once (the delete) first
 
 
 # --- issue 23: a counterexample drawn (Verdict.draw) ---------------------------------------------------------------
@@ -201,7 +188,7 @@ def test_a_broken_verdict_draws_its_shortest_history_and_a_held_one_draws_nothin
         verdict = check_handler(nb["pay"], histories=60, name="06 pay, completion errors hidden")
     finally:
         nb["complete"] = kept
-    assert verdict.broken == TRUTHFUL and verdict.history, str(verdict)
+    assert verdict.broken == spec.TRUTHFUL and verdict.history, str(verdict)
     fig = verdict.draw()
     ax = fig.axes[0]
     assert ax.get_title().startswith("06 pay, completion errors hidden breaks truthful\n")

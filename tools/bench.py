@@ -408,16 +408,16 @@ def bench_tiers() -> str:
     return "\n".join(rows)
 
 
-def write_readme(text: str) -> None:
-    """Replace what is between the README's bench markers with `text` (the markers must exist)."""
+def write_between(begin_marker: str, end_marker: str, text: str, what: str) -> None:
+    """Replace what is between two of the README's markers with `text` (the markers must exist)."""
     readme = ROOT / "README.md"
     content = readme.read_text(encoding="utf-8")
-    begin, end = content.find(README_BEGIN), content.find(README_END)
+    begin, end = content.find(begin_marker), content.find(end_marker)
     if begin < 0 or end < begin:
-        raise SystemExit(f"README.md has no {README_BEGIN} ... {README_END} markers to write between")
-    readme.write_text(content[:begin + len(README_BEGIN)] + "\n" + text.strip() + "\n" + content[end:],
+        raise SystemExit(f"README.md has no {begin_marker} ... {end_marker} markers to write between")
+    readme.write_text(content[:begin + len(begin_marker)] + "\n" + text.strip() + "\n" + content[end:],
                       encoding="utf-8")
-    log("README.md: benchmark tables rewritten between the markers")
+    log(f"README.md: {what} rewritten between its markers")
 
 
 # --- 6. the install: each layer's size and time, make lab to a usable lab -----------------------------------
@@ -560,17 +560,6 @@ def bench_install(python: str) -> str:
         subprocess.run(["rm", "-rf", str(clone.parent)], check=False)
 
 
-def write_install(text: str) -> None:
-    readme = ROOT / "README.md"
-    content = readme.read_text(encoding="utf-8")
-    begin, end = content.find(INSTALL_BEGIN), content.find(INSTALL_END)
-    if begin < 0 or end < begin:
-        raise SystemExit(f"README.md has no {INSTALL_BEGIN} ... {INSTALL_END} markers to write between")
-    readme.write_text(content[:begin + len(INSTALL_BEGIN)] + "\n" + text.strip() + "\n" + content[end:],
-                      encoding="utf-8")
-    log("README.md: install table rewritten between its markers")
-
-
 # --- main ----------------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -604,7 +593,7 @@ def main() -> int:
         install = bench_install(args.python)
         print(install)
         if args.write:
-            write_install(install)
+            write_between(INSTALL_BEGIN, INSTALL_END, install, "install table")
         if args.install_only:
             return 0
     nbval_reps = args.nbval_reps or (1 if args.quick else 3)
@@ -658,7 +647,7 @@ def main() -> int:
         report += f"\n**{title}**\n\n{body}\n"
     print(report)
     if args.write:
-        write_readme(report)
+        write_between(README_BEGIN, README_END, report, "benchmark tables")
     return 0
 
 

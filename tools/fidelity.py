@@ -189,27 +189,29 @@ def token_debit(client: Any, table: str, amount: int, token: str) -> None:
     )
 
 
-def probe_token_replay(client: Any) -> dict[str, Any]:
-    table = new_table(client, "fidelity-token-replay")
+def token_resent(client: Any, name: str, token: str, amount: int) -> tuple[str | None, int]:
+    """A wallet of 100 debited 10 under `token`, then `amount` under the same token: (the error code, or None if the
+    second call succeeded; the balance after it)."""
+    table = new_table(client, name)
     open_wallet(client, table, 100)
-    token_debit(client, table, 10, "fidelity-token-1")
+    token_debit(client, table, 10, token)
     try:
-        token_debit(client, table, 10, "fidelity-token-1")
+        token_debit(client, table, amount, token)
     except Exception as error:
-        return {"value": f"error {code(error)} (balance {balance(client, table)})"}
-    after = balance(client, table)
+        return code(error), balance(client, table)
+    return None, balance(client, table)
+
+
+def probe_token_replay(client: Any) -> dict[str, Any]:
+    error, after = token_resent(client, "fidelity-token-replay", "fidelity-token-1", 10)
+    if error:
+        return {"value": f"error {error} (balance {after})"}
     return {"value": "no (success, nothing applied)" if after == 90 else f"yes: applied again (balance {after})"}
 
 
 def probe_token_mismatch(client: Any) -> dict[str, Any]:
-    table = new_table(client, "fidelity-token-mismatch")
-    open_wallet(client, table, 100)
-    token_debit(client, table, 10, "fidelity-token-2")
-    try:
-        token_debit(client, table, 20, "fidelity-token-2")
-    except Exception as error:
-        return {"value": code(error)}
-    return {"value": f"no error: it ran (balance {balance(client, table)})"}
+    error, after = token_resent(client, "fidelity-token-mismatch", "fidelity-token-2", 20)
+    return {"value": error or f"no error: it ran (balance {after})"}
 
 
 def units(response: dict[str, Any]) -> str:
@@ -246,36 +248,23 @@ def probe_capacity(client: Any) -> dict[str, Any]:
 def probe_all_old(client: Any) -> dict[str, Any]:
     table = new_table(client, "fidelity-all-old")
     open_wallet(client, table, 100)
+    condition = {"ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    writes = {   # each fails its condition on the wallet: does the failure carry the item?
+        "update": lambda: client.update_item(TableName=table, Key={"pk": s("w")}, UpdateExpression="SET balance = :b",
+                                             ExpressionAttributeValues={":b": n(0)}, **condition),
+        "put": lambda: client.put_item(TableName=table, Item={"pk": s("w"), "balance": n(0)}, **condition),
+        "transaction": lambda: client.transact_write_items(TransactItems=[{"Put": {
+            "TableName": table, "Item": {"pk": s("w"), "balance": n(0)}, **condition}}]),
+    }
     seen = []
-    try:
-        client.update_item(
-            TableName=table, Key={"pk": s("w")}, UpdateExpression="SET balance = :b",
-            ConditionExpression="attribute_not_exists(pk)", ExpressionAttributeValues={":b": n(0)},
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-        seen.append("update: no CCF")
-    except Exception as error:
-        item = getattr(error, "response", {}).get("Item")
-        seen.append(f"update {'yes' if item else 'no'}")
-    try:
-        client.put_item(
-            TableName=table, Item={"pk": s("w"), "balance": n(0)}, ConditionExpression="attribute_not_exists(pk)",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-        seen.append("put: no CCF")
-    except Exception as error:
-        item = getattr(error, "response", {}).get("Item")
-        seen.append(f"put {'yes' if item else 'no'}")
-    try:
-        client.transact_write_items(TransactItems=[{"Put": {
-            "TableName": table, "Item": {"pk": s("w"), "balance": n(0)},
-            "ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }}])
-        seen.append("transaction: no failure")
-    except Exception as error:
-        reasons = getattr(error, "response", {}).get("CancellationReasons", [])
-        item = any(r.get("Item") for r in reasons)
-        seen.append(f"transaction {'yes' if item else 'no'}")
+    for name, write in writes.items():
+        try:
+            write()
+            seen.append(f"{name}: no failure" if name == "transaction" else f"{name}: no CCF")
+        except Exception as error:
+            response = getattr(error, "response", {})
+            item = response.get("Item") or any(r.get("Item") for r in response.get("CancellationReasons", []))
+            seen.append(f"{name} {'yes' if item else 'no'}")
     return {"value": " · ".join(seen)}
 
 

@@ -1,9 +1,11 @@
 """Sending again: what a caller does when it is told to, or when it got no answer.
 
-Two callers. `Resends.until_answered` is the load tests' caller: it sends again only on DynamoDB's "nothing
-was written, send it again" answers to concurrent transactions (TransactionConflict, TransactionInProgress)
-and counts how often. `resend_until_told` is the failure-answer tests' caller: it resends the same request
-after every error, a bounded number of times, until it gets an answer it accepts.
+Two callers, and one check. `Resends.until_answered` is the load tests' caller: it sends again only on
+DynamoDB's "nothing was written, send it again" answers to concurrent transactions (TransactionConflict,
+TransactionInProgress) and counts how often. `resend_until_told` is the failure-answer tests' caller: it
+resends the same request after every error, a bounded number of times, until it gets an answer it accepts.
+`answer_then_resend` checks a debit function under one failure answer and the resend that follows (05's and
+08's lessons).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
 
 SEND_AGAIN = {"TransactionConflict", "TransactionInProgressException"}
@@ -59,3 +62,28 @@ def resend_until_told(send: Callable[[], Any], schedule: list[Any],
         if accept(answer):
             break
     return answers
+
+
+def answer_then_resend(debit: Callable[..., Any], table: Any, wallet_id: str, read_balance: Callable[..., int],
+                       kind: str, conflict_item: int | None, request_id: str) -> None:
+    """A debit of 10 from a wallet of 100, its first send answered `kind` (botocore's retries off: the handler sees
+    the answer itself), then the same request resent.
+
+    Only the request's own failed condition means "already applied": the answer must reach the caller as an error
+    (never read as a duplicate, nor as a missing wallet), have written only what `kind` says, and the resend must
+    be told success with the debit applied once in all.
+    """
+    from helpers.dynamodb_errors import APPLIED, ErrorResponses
+
+    from .delivery import SUCCESS
+
+    errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
+    try:
+        with pytest.raises(ClientError) as raised:
+            debit(table, wallet_id, 10, request_id)
+    finally:
+        errors.uninstall()
+    assert raised.value.response["Error"]["Code"] != "ConditionalCheckFailedException"
+    assert read_balance(table, wallet_id) == (90 if kind in APPLIED else 100)
+    assert debit(table, wallet_id, 10, request_id) in SUCCESS
+    assert read_balance(table, wallet_id) == 90
