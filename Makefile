@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check lint test test-browser test-install test-moto test-dynamodb-local test-fidelity notebooks bench fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
+.PHONY: lab check lint test test-browser test-install test-moto test-dynamodb-local test-fidelity notebooks bench copies fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
 
 # Three layers, each a stamp file in .venv: what a learner needs (make lab), the test tools (make test, make check),
 # the maintainers' book and linter (make lint, make book). Lesson 10's embedded Postgres is its own pip call: where
@@ -77,6 +77,10 @@ notebooks: $(VENV)/.installed-test
 # takes ~31 min), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
 	$(BIN)/python tools/bench.py --write --tiers --install
+
+# Counts the code written twice (Python files; notebooks' code cells) and lists the longest copies.
+copies: $(VENV)/.installed
+	$(BIN)/python tools/copies.py --most 20
 
 # Measures stock moto, the collection's moto and DynamoDB Local, and writes the table into README.md.
 fidelity: $(VENV)/.installed-test

@@ -6,13 +6,11 @@ their own folders:
 
     backends         connect(): moto (default), dynamodb-local or aws
     tables           fresh tables, wallets, consistent reads, empty_table()
-    validation       check_debit(): bad input fails before anything is sent
+    validation       check_debit(): bad input fails before anything is sent; BadInput, for any helper
     wire             the one owner of botocore's response hook: faults and watchers in one order; client_of()
     faults           LostResponses: the write commits, the caller times out
-    dynamodb_errors  DynamoDBErrors: conflicts, throttling and 500s; answer_of(), botocore_resends()
+    dynamodb_errors  ErrorResponses: conflicts, throttling and 500s; answer_of(), botocore_resends()
     schedule         Schedule: which requests a fault falls on, seeded (faults, http_faults, dynamodb_errors)
-    failure_answers  kept for notebook 08: watch_answers() (wire) and answer_of() (dynamodb_errors)
-    attempts         kept for notebook 00: watch_attempts() (wire)
     clock            VirtualClock: time that only moves when told
     ids              RequestIds: seeded, uuid-shaped request IDs
     events           EventLog: rows of what happened, as a DataFrame
@@ -37,7 +35,7 @@ their own folders:
 from . import charts, concurrency
 from .backends import connect
 from .clock import VirtualClock
-from .dynamodb_errors import DynamoDBErrors
+from .dynamodb_errors import ErrorResponses
 from .events import EventLog
 from .faults import LostResponses
 from .ids import RequestIds
@@ -47,7 +45,7 @@ from .validation import BadInput, WalletNotFound, check_debit
 
 __all__ = [
     "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
-    "connect", "VirtualClock", "EventLog", "LostResponses", "DynamoDBErrors", "RequestIds", "setup",
+    "connect", "VirtualClock", "EventLog", "LostResponses", "ErrorResponses", "RequestIds", "setup",
     "fresh_table", "empty_table", "open_wallet", "read_balance", "read_item",
     "BadInput", "WalletNotFound", "check_debit", "check_handler",
 ]

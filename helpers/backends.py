@@ -99,7 +99,7 @@ class Backend:
         )
         client = self._session.client("dynamodb", endpoint_url=self.endpoint_url, config=config)
         if self._faithful is not None:
-            self._faithful.attach(client)
+            self._faithful.install(client)
         elif self.name != "moto":
             from moto.core.models import botocore_stubber
 

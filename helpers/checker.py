@@ -63,16 +63,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from .dynamodb_errors import (
-    CONFLICT,
-    ERROR_500_APPLIED,
-    ERROR_500_NOT_APPLIED,
-    IN_PROGRESS,
-    IN_PROGRESS_APPLIED,
-    THROTTLED,
-    DynamoDBErrors,
-)
+from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, ErrorResponses
 from .faults import LostResponses
+from .scenarios import Crash
 from .services.payment_provider import PaymentProvider
 from .specification import (
     BOUND,
@@ -98,7 +91,6 @@ from .wire import client_of
 WALLETS = {"alice": 1000, "bob": 1000}
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
 KEYS, CALLERS, INVOCATIONS = ["k1", "k2"], ["shop-a", "shop-b"], ["inv-1", "inv-2"]
-ANSWERS = (CONFLICT, THROTTLED, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED)
 RESENDS_AT_QUIESCENCE = 4
 SEED = 5            # the histories a check sends, unless `seed_search` (issue 23: see check_handler)
 _TAGS = itertools.count(1)   # each history's keys are new to the table, across checks sharing one table
@@ -120,10 +112,6 @@ class _Search:
             self.found_at = run
         if self.best is None or len(violation.history) <= len(self.best.history):
             self.best = violation
-
-
-class Crash(BaseException):
-    """The attempt dies at this step: no `except Exception` of the handler runs (a Lambda timeout, an OOM)."""
 
 
 @dataclass
@@ -213,8 +201,8 @@ class Subject:
         self.lease = float(self.g.get("LEASE_SECONDS", 30))
         self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
+        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                           operations={"TransactWriteItems"})
         self.clients = list(clients.values())
         self.run = 0
@@ -329,8 +317,8 @@ class DebitSubject(Subject):
                 raise ValueError(f"opening gives a balance to each of {', '.join(WALLETS)}, got {sorted(opening)}")
             self.opening = dict(opening)
         self.lease, self.retention = 30.0, 24 * 3600.0
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
+        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                           operations={"TransactWriteItems"})
         self.clients, self.run, self.provider = [_client(self.wallets)], 0, None
         self.wallet_key: dict[str, Any] | None = None
@@ -388,8 +376,8 @@ class HttpSubject(Subject):
         self.clock, self.wallets, self.reader = namespace["db"].clock, namespace["wallets"], namespace["db"].client()
         self.lease = float(namespace["LEASE_SECONDS"])
         self.retention = float(namespace["RETENTION_SECONDS"])
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
-        self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
+        self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                           operations={"TransactWriteItems"})
         self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
         self.run, self.provider = 0, None
@@ -488,7 +476,7 @@ class RecordSubject:
 
     def __init__(self, write: Callable[..., Any], table: Any, name: str | None = None) -> None:
         self.write, self.table, self.name = write, table, name or getattr(write, "__name__", "write")
-        self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=ANSWERS, conflict_item=-1)
+        self.lost, self.errors = LostResponses(), ErrorResponses(kinds=DISTINCT_KINDS, conflict_item=-1)
         self.run = 0
 
     def begin(self) -> None:
@@ -631,13 +619,13 @@ def _faults_for(subject: Subject) -> st.SearchStrategy:
     last = subject.writes - 1          # a fault falls on one of the request's first `writes` writes
     if subject.faults_alike:
         listed = {"lost": [("lost", n) for n in range(last + 1)],
-                  "answer": [("answer", n, kind) for n in range(last + 1) for kind in ANSWERS],
+                  "answer": [("answer", n, kind) for n in range(last + 1) for kind in DISTINCT_KINDS],
                   "in progress": [("in progress", n, applied) for n in range(min(2, last) + 1)
                                   for applied in (False, True)],
                   "provider down": [("provider down", 1), ("provider down", 2)]}
         return st.sampled_from([None, *(fault for k in subject.faults for fault in listed[k])])
     kinds = {"lost": st.tuples(st.just("lost"), st.integers(0, last)),
-             "answer": st.tuples(st.just("answer"), st.integers(0, last), st.sampled_from(ANSWERS)),
+             "answer": st.tuples(st.just("answer"), st.integers(0, last), st.sampled_from(DISTINCT_KINDS)),
              "in progress": st.tuples(st.just("in progress"), st.integers(0, min(2, last)), st.booleans()),  # applied?
              "provider down": st.tuples(st.just("provider down"), st.integers(1, 2))}
     return st.one_of(st.none(), *(kinds[k] for k in subject.faults))

@@ -1,7 +1,7 @@
 """DynamoDB's own failure answers, injected: conflicts, throttling, 500s.
 
 Neither moto nor DynamoDB Local ever cancels a transaction for a conflict,
-throttles, or fails with a 500 on its own; AWS does. A `DynamoDBErrors`
+throttles, or fails with a 500 on its own; AWS does. An `ErrorResponses`
 schedule makes chosen write requests get one of those answers instead, shaped
 as DynamoDB sends it (error code, message, HTTP status, `CancellationReasons`),
 so a handler can be tested against every answer a write can get.
@@ -90,6 +90,13 @@ TRANSACTION_ONLY = frozenset({IN_PROGRESS, IN_PROGRESS_APPLIED})  # answers only
 # on a transaction's last action (-1) and on its first (0). Tests and checkers iterate over it.
 ANSWERS = tuple((kind, -1) for kind in ALL_KINDS) + ((CONFLICT, 0),)
 
+# One kind for each different thing a failure answer can mean to a handler, the ones helpers.checker draws
+# from: nothing written and botocore does not resend (CONFLICT); nothing written and botocore resends
+# (THROTTLED; THROTTLING means the same); a 500 after the write applied, and one before. The two
+# TransactionInProgress kinds are left out: only TransactWriteItems gets them, so they need a schedule of
+# their own (the checker keeps one, on transactions only).
+DISTINCT_KINDS = (CONFLICT, THROTTLED, ERROR_500_APPLIED, ERROR_500_NOT_APPLIED)
+
 
 def kinds_for(operation: str, kinds: Iterable[str] = ALL_KINDS) -> tuple[str, ...]:
     """The kinds of `kinds` that DynamoDB can answer `operation` with.
@@ -117,7 +124,7 @@ _SHAPES = {  # kind -> (HTTP status, error code, message), as DynamoDB words the
 }
 
 
-class DynamoDBErrors(Schedule, Layer):
+class ErrorResponses(Schedule, Layer):
     """Which write requests get which of DynamoDB's failure answers.
 
     `at` maps the n-th write request (0, 1, 2, ... in order of sending, retries included)
@@ -128,9 +135,9 @@ class DynamoDBErrors(Schedule, Layer):
     or, with `impossible="skip"` (for schedules generated without knowing each write's operation),
     that request gets DynamoDB's own answer.
 
-    >>> DynamoDBErrors(at={1: CONFLICT}).decide_many(3)
+    >>> ErrorResponses(at={1: CONFLICT}).decide_many(3)
     [None, 'TransactionConflict', None]
-    >>> DynamoDBErrors(p=0.5, seed=3, kinds=(THROTTLING,)).decide_many(4)
+    >>> ErrorResponses(p=0.5, seed=3, kinds=(THROTTLING,)).decide_many(4)
     ['Throttling', 'Throttling', None, 'Throttling']
     """
 

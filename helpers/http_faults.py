@@ -27,7 +27,8 @@ answered, so a notebook can check that it stayed well under its clients' read ti
 counted then; in "hold", a moment after the client's timeout fired).
 
 The schedule counts matching requests in the order they arrive (0, 1, 2, ...),
-retries included, like `helpers.faults.LostResponses` does for DynamoDB writes.
+retries included, like `helpers.faults.LostResponses` does for DynamoDB writes;
+`restart(p=, seed=, at=, how=)` starts it over, as it does every `helpers.schedule.Schedule`.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ class LostHttpResponses(Schedule):
     [False, True, False]
     >>> LostHttpResponses(p=0.5, seed=1).decide_many(6)    # seeded: the same on every run
     [True, False, False, True, True, True]
-    >>> LostHttpResponses(how="close").reset(at=[0], how="hold").how   # one schedule held...
+    >>> LostHttpResponses(how="close").restart(at=[0], how="hold").how   # one schedule held...
     'hold'
-    >>> LostHttpResponses(how="close").reset(at=[0]).how               # ...then the usual way
+    >>> LostHttpResponses(how="close").restart(at=[0]).how               # ...then the usual way
     'close'
     """
 
@@ -80,9 +81,9 @@ class LostHttpResponses(Schedule):
         super().__init__(p=p, seed=seed, at=at)
         self._settled = threading.Condition(self._lock)
 
-    def reset(self, *, p: float = 0.0, seed: int = 0, at: Iterable[int] = (),
-              how: str | None = None) -> LostHttpResponses:
-        """Start a new schedule (counts back to zero); `how` for this schedule only (None: the default). Self."""
+    def restart(self, *, p: float = 0.0, seed: int = 0, at: Iterable[int] = (),
+                how: str | None = None) -> LostHttpResponses:
+        """`Schedule.restart`, and `how` for this schedule only (None: the default); returns self."""
         self.check_probability(p)
         how = self.default_how if how is None else _checked_how(how)
         with self._lock:

@@ -13,7 +13,6 @@ its own, unchanged functions, on every backend alike:
 
 `CallCounter` counts every request a client puts on the wire, by operation name
 (botocore's own resends included: each is a round trip): cost as round trips and writes.
-(`watch(...)` is its older name for `install`, kept for notebooks 06 and 10.)
 
 `CapacityMeter` adds ``ReturnConsumedCapacity="TOTAL"`` to every call that
 accepts it (unless the call set its own, through botocore's public
@@ -35,7 +34,6 @@ from typing import Any
 from .wire import WRITES, Layer, Result, client_of
 from .wire import Call as OnWire
 
-WRITE_OPERATIONS = WRITES   # the older name
 _REPORTS_CAPACITY = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems",
     "BatchWriteItem", "BatchGetItem", "Query", "Scan",
@@ -54,8 +52,6 @@ class CallCounter(Layer):
             super().install(target)
         return self
 
-    watch = install   # the older name, kept for notebooks 06 and 10
-
     def on_wire(self, call: OnWire) -> Result:
         self.calls[call.operation] += 1
         return call.send()
@@ -68,7 +64,7 @@ class CallCounter(Layer):
     @property
     def writes(self) -> int:
         """Requests that write (a transaction counts once)."""
-        return sum(n for op, n in self.calls.items() if op in WRITE_OPERATIONS)
+        return sum(n for op, n in self.calls.items() if op in WRITES)
 
     def reset(self) -> None:
         """Start counting from zero."""

@@ -129,6 +129,7 @@ class StatementCounter:
         return sum(self.calls.values())
 
     def reset(self) -> None:
+        """Start counting from zero."""
         with self._lock:
             self.calls.clear()
 

@@ -31,6 +31,7 @@ from .ids import RequestIds
 from .services.payment_provider import PaymentProvider, watch_charges
 from .swimlanes import swimlanes
 from .tables import open_wallet, read_balance
+from .wire import Answer, watch_answers
 
 Handler = Callable[..., Any]
 Lesson = MutableMapping[str, Any]
@@ -41,7 +42,10 @@ _keys = RequestIds(seed=6)
 
 
 class Crash(BaseException):
-    """The process dies here: no except-clause of the handler runs (like a Lambda timeout or OOM)."""
+    """The attempt dies at this step: no `except Exception` of the handler runs (a Lambda timeout, an OOM).
+
+    The one crash every harness raises: these scenarios' `crash_at` and helpers.checker's generated histories.
+    """
 
 
 def crash_at(step: str) -> Callable[[str], None]:
@@ -140,37 +144,35 @@ class RunLog(list):
         self.append({"t": len(self), "lane": lane, "event": event, "to": to})
 
 
-def answer_words(parsed: dict[str, Any]) -> str:
+def answer_words(answer: Answer) -> str:
     """DynamoDB's answer to one request, in a few words."""
-    code = parsed.get("Error", {}).get("Code")
-    if code is None:
+    if answer.code == "OK":
         return "ok"
-    if code == "TransactionCanceledException":
-        reasons = [r.get("Code") for r in parsed.get("CancellationReasons", [])]
+    if answer.code == "TransactionCanceledException":
+        reasons = list(answer.reasons)
         return "marker exists" if reasons[:1] == ["ConditionalCheckFailed"] else f"cancelled {reasons}"
-    if code == "ConditionalCheckFailedException":
-        return f'in the way ({parsed.get("Item", {}).get("status", {}).get("S", "gone")})'
-    return code
+    if answer.code == "ConditionalCheckFailedException":
+        return f'in the way ({(answer.item or {}).get("status", {}).get("S", "gone")})'
+    return answer.code
 
 
 @contextmanager
-def logged(log: RunLog, tables: list[tuple[Any, str]]) -> Iterator[RunLog]:
-    """While inside, DynamoDB's answers on `tables` (botocore's `after-call`) and the provider's charges go into
-    `log`, but only while a handler call is under way (not the scenario's own set-up)."""
-    hooks = []
+def logged(log: RunLog, tables: list[tuple[Any, str]], clock: Any) -> Iterator[RunLog]:
+    """While inside, DynamoDB's answers on `tables` (`helpers.wire.watch_answers`) and the provider's charges go
+    into `log`, but only while a handler call is under way (not the scenario's own set-up)."""
+    watchers = []
     for table, lane in tables:
-        def after_call(parsed: dict[str, Any], model: Any, lane: str = lane, **_: Any) -> None:
+        def on_answer(answer: Answer, lane: str = lane) -> None:
             if log.depth:
-                log.add(lane, f"{WORDS.get(model.name, model.name)}: {answer_words(parsed)}", "handler")
-        table.meta.client.meta.events.register("after-call.dynamodb", after_call)
-        hooks.append((table.meta.client, after_call))
+                log.add(lane, f"{WORDS[answer.operation]}: {answer_words(answer)}", "handler")
+        watchers.append(watch_answers(table, clock, on_answer=on_answer, operations=WORDS))
     try:
         with watch_charges(lambda c, new: log.add("provider", f"{'charges' if new else 'replays'} {c.charge_id}",
                                                   "handler")):
             yield log
     finally:
-        for client, hook in hooks:
-            client.meta.events.unregister("after-call.dynamodb", hook)
+        for watcher in watchers:
+            watcher.uninstall()
 
 
 def traced(handler: Handler, log: RunLog, clock: Any) -> Handler:
@@ -199,7 +201,7 @@ def run_all(handler: Handler, lesson: Lesson) -> tuple[pd.DataFrame, dict[str, R
     for name in SCENARIOS:
         logs[name] = RunLog()
         tables = [(lesson["records"], "idempotency record"), (lesson["wallets"], "wallet")]
-        with logged(logs[name], tables) as log:
+        with logged(logs[name], tables, lesson["db"].clock) as log:
             rows.append(scenario(name, traced(handler, log, lesson["db"].clock), lesson))
     return pd.DataFrame(rows).set_index("scenario"), logs
 

@@ -2,10 +2,12 @@
 
 `Schedule` numbers the requests it is asked about 0, 1, 2, ... in the order they come (retries
 included) and picks some of them: request n is picked if n is in `at`, otherwise with probability
-`p`, drawn from a generator seeded with `seed`. The injected faults are schedules:
-`helpers.faults.LostResponses` (DynamoDB's answer lost), `helpers.http_faults.LostHttpResponses`
-(an HTTP answer lost) and `helpers.dynamodb_errors.DynamoDBErrors` (one of DynamoDB's failure answers).
-Each says what a picked request gets by overriding `fault()`.
+`p`, drawn from a generator seeded with `seed`. The injected faults are schedules, each named for
+the responses it hands a picked request's caller: `helpers.faults.LostResponses` (DynamoDB's answer
+lost), `helpers.http_faults.LostHttpResponses` (an HTTP answer lost) and
+`helpers.dynamodb_errors.ErrorResponses` (one of DynamoDB's failure answers instead of its own).
+Each says what a picked request gets by overriding `fault()`, and `restart(p=, seed=, at=)` starts
+any of them over (a reader's re-run, a checker's next history).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Self
 
 
 class Schedule:
@@ -35,11 +37,12 @@ class Schedule:
         self._lock = threading.Lock()
         self.restart(p=p, seed=seed, at=at)
 
-    def restart(self, *, p: float = 0.0, seed: int = 0, at: Collection[int] = ()) -> None:
-        """Start the schedule over: counts back to zero, a fresh generator."""
+    def restart(self, *, p: float = 0.0, seed: int = 0, at: Collection[int] = ()) -> Self:
+        """Start the schedule over: counts back to zero, a fresh generator; returns self."""
         self.check_probability(p)
         with self._lock:
             self._start(p, seed, at)
+        return self
 
     def check_probability(self, p: float) -> None:
         if not 0.0 <= p < 1.0:

@@ -1,4 +1,5 @@
-"""Checks on the arguments of a debit, made before anything is sent.
+"""Checks on the arguments of a debit, made before anything is sent; and `BadInput`, the one error
+every helper raises for an argument it cannot accept.
 
 Bad input must fail loudly and write nothing, so every lesson's debit function
 starts with `check_debit(...)`. Each error names the problem.
@@ -31,14 +32,18 @@ from typing import Any
 
 MAX_DIGITS = 38                 # DynamoDB numbers carry at most 38 significant digits
 MAX_REQUEST_ID_BYTES = 36       # a uuid; also the longest ClientRequestToken DynamoDB accepts
-MAX_REQUEST_ID_LENGTH = MAX_REQUEST_ID_BYTES  # the old name, kept for callers
 MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
 MAX_ITEM_BYTES = 400 * 1024
 
 
 class BadInput(ValueError):
-    """A debit argument is not acceptable; nothing was written."""
+    """An argument a helper or a lesson's function cannot accept; raised before anything is written or done.
+
+    One error for every such argument, whatever was wrong with it -- a negative amount, a request ID too long,
+    a queue setting out of range, a clock that is not a `VirtualClock`, a swimlane with no events -- so a
+    lesson catches one name. Its message names the argument and what was wrong.
+    """
 
 
 class WalletNotFound(LookupError):

@@ -7,7 +7,7 @@ This module is the only code that replaces it: one `Wire` per endpoint, which ru
 layers around botocore's own method in one fixed order, outermost (nearest the caller) first:
 
     WATCHER         watch_attempts(), watch_answers(), meter's counters: see what the caller sees
-    FAILURE_ANSWER  DynamoDBErrors: one of DynamoDB's failure answers instead of the table's own
+    FAILURE_ANSWER  ErrorResponses: one of DynamoDB's failure answers instead of the table's own
     LOST_RESPONSE   LostResponses: the table answered, and the answer never arrives
 
 So a watcher sees the injected answers and the lost ones, whatever order things were installed in; a
@@ -19,7 +19,8 @@ from every client it was installed on (in any order: the other layers stay), and
 does both. When the last layer of an endpoint goes, botocore's own method is back.
 
 `watch_attempts(target, on_attempt)` calls you back after each attempt; `watch_answers(target, clock)`
-keeps each write's answer (`Answer`: HTTP status, error code, CancellationReasons, virtual time).
+keeps each write's answer (`Answer`: HTTP status, error code, CancellationReasons, virtual time), and
+calls `on_answer(answer)` as each arrives, if given (notebook 00's timeline, notebook 06's scenario logs).
 
 >>> ORDER
 ('watcher', 'failure answer', 'lost response')
@@ -30,7 +31,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .clock import VirtualClock
@@ -219,6 +220,7 @@ class Answer:
     code: str                    # "OK", DynamoDB's error code, or the exception (e.g. "ReadTimeoutError")
     reasons: tuple[str, ...]     # CancellationReasons codes, one per action (transactions only)
     t: float                     # virtual time when the answer came back
+    item: dict[str, Any] | None = field(default=None, compare=False)   # a failed condition's ALL_OLD item
 
     def __str__(self) -> str:
         status = "no answer" if self.status is None else str(self.status)
@@ -249,7 +251,8 @@ class AnswerLog(Layer):
                 http, parsed = response
                 code = parsed.get("Error", {}).get("Code", "OK") if http.status_code >= 300 else "OK"
                 reasons = tuple(r.get("Code", "None") for r in parsed.get("CancellationReasons", []))
-                answer = Answer(call.operation, call.attempt, http.status_code, code, reasons, self.clock.now())
+                item = parsed.get("Item") if http.status_code >= 300 else None
+                answer = Answer(call.operation, call.attempt, http.status_code, code, reasons, self.clock.now(), item)
             self.answers.append(answer)
             if self.on_answer is not None:
                 self.on_answer(answer)

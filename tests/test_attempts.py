@@ -1,4 +1,4 @@
-"""watch_attempts (helpers/wire.py; helpers/attempts.py re-exports it): every request on the wire, retries included."""
+"""watch_attempts (helpers/wire.py): every request on the wire, retries included."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from helpers.dynamodb_errors import (
     KINDS,
     THROTTLED,
     THROTTLING,
-    DynamoDBErrors,
+    ErrorResponses,
     kinds_for,
 )
 
@@ -61,7 +61,7 @@ def test_each_answer_is_shaped_as_dynamodb_sends_it_and_applied_only_when_it_say
     table = fresh()
     helpers.open_wallet(table, "w", 100)
     code, status, applied, _ = EXPECTED[kind]
-    errors = DynamoDBErrors(at={0: kind}).install(table)
+    errors = ErrorResponses(at={0: kind}).install(table)
     with pytest.raises(ClientError) as caught:
         ledger_debit(table, "m1")
     errors.uninstall()
@@ -77,7 +77,7 @@ def test_each_answer_is_shaped_as_dynamodb_sends_it_and_applied_only_when_it_say
 
 def test_a_conflict_can_name_any_action(table):
     helpers.open_wallet(table, "w", 100)
-    DynamoDBErrors(at={0: CONFLICT}, conflict_item=0).install(table)
+    ErrorResponses(at={0: CONFLICT}, conflict_item=0).install(table)
     with pytest.raises(ClientError) as caught:
         ledger_debit(table, "m1")
     assert [r["Code"] for r in caught.value.response["CancellationReasons"]] == ["TransactionConflict", "None"]
@@ -85,7 +85,7 @@ def test_a_conflict_can_name_any_action(table):
 
 def test_a_single_item_write_in_conflict_gets_transaction_conflict_exception(table):
     helpers.open_wallet(table, "w", 100)
-    DynamoDBErrors(at={0: CONFLICT}).install(table)
+    ErrorResponses(at={0: CONFLICT}).install(table)
     with pytest.raises(ClientError) as caught:
         naive_debit(table)
     assert caught.value.response["Error"]["Code"] == "TransactionConflictException"
@@ -97,7 +97,7 @@ def test_botocore_retries_exactly_the_answers_it_retries_for_aws(fresh, kind):
     table = fresh(sdk_retries=True)
     helpers.open_wallet(table, "w", 100)
     code, _, _, retried = EXPECTED[kind]
-    errors = DynamoDBErrors(at={0: kind}).install(table)
+    errors = ErrorResponses(at={0: kind}).install(table)
     try:
         if kind in dynamodb_errors.TRANSACTION_ONLY:
             ledger_debit(table, "m1")     # only a transaction can be told TransactionInProgressException
@@ -116,7 +116,7 @@ def test_botocore_retries_exactly_the_answers_it_retries_for_aws(fresh, kind):
 def test_a_500_after_the_write_landed_makes_botocore_charge_a_naive_debit_twice(fresh):
     table = fresh(sdk_retries=True)
     helpers.open_wallet(table, "w", 100)
-    DynamoDBErrors(at={0: ERROR_500_APPLIED}).install(table)
+    ErrorResponses(at={0: ERROR_500_APPLIED}).install(table)
     naive_debit(table)  # no error reaches the application ...
     assert helpers.read_balance(table, "w") == 80  # ... and the wallet was debited twice
 
@@ -124,14 +124,14 @@ def test_a_500_after_the_write_landed_makes_botocore_charge_a_naive_debit_twice(
 def test_botocore_replays_its_own_client_token_so_a_retried_transaction_applies_once(fresh):
     table = fresh(sdk_retries=True)
     helpers.open_wallet(table, "w", 100)
-    DynamoDBErrors(at={0: ERROR_500_APPLIED}).install(table)
+    ErrorResponses(at={0: ERROR_500_APPLIED}).install(table)
     ledger_debit(table, "m1")
     assert helpers.read_balance(table, "w") == 90
 
 
 def test_reads_pass_through_and_uninstall_restores(table):
     helpers.open_wallet(table, "w", 100)
-    errors = DynamoDBErrors(p=0.9, seed=1, kinds=(THROTTLING,)).install(table)
+    errors = ErrorResponses(p=0.9, seed=1, kinds=(THROTTLING,)).install(table)
     assert helpers.read_balance(table, "w") == 100  # GetItem is not a write: never answered
     errors.uninstall()
     naive_debit(table)
@@ -140,14 +140,14 @@ def test_reads_pass_through_and_uninstall_restores(table):
 
 def test_a_seeded_schedule_is_the_same_every_run():
     def run():
-        return DynamoDBErrors(p=0.3, seed=7).decide_many(50)
+        return ErrorResponses(p=0.3, seed=7).decide_many(50)
     assert run() == run() and any(run())
 
 
 @pytest.mark.parametrize("bad", [{"at": {0: "Boom"}}, {"kinds": ("nope",)}, {"p": 1.0}, {"p": -0.1}])
 def test_bad_schedules_are_refused_by_name(bad):
     with pytest.raises(ValueError):
-        DynamoDBErrors(**bad)
+        ErrorResponses(**bad)
 
 
 # --- TransactionInProgressException: only for a transaction, and its original may commit ---------------------
@@ -164,17 +164,17 @@ def test_in_progress_is_refused_on_a_write_that_is_not_a_transaction(table, kind
     """DynamoDB answers TransactionInProgressException only to a TransactWriteItems whose ClientRequestToken is in
     progress: an UpdateItem never gets it. Before this, the injector answered it to an UpdateItem."""
     helpers.open_wallet(table, "w", 100)
-    DynamoDBErrors(at={0: kind}).install(table)
+    ErrorResponses(at={0: kind}).install(table)
     with pytest.raises(ValueError, match="only to TransactWriteItems"):
         naive_debit(table)
     assert helpers.read_balance(table, "w") == 100
     with pytest.raises(ValueError, match="only TransactWriteItems"):
-        DynamoDBErrors(at={0: kind}, operations=["UpdateItem"])
+        ErrorResponses(at={0: kind}, operations=["UpdateItem"])
 
 
 def test_a_seeded_draw_never_gives_an_update_a_transaction_only_answer(table):
     helpers.open_wallet(table, "w", 100)
-    errors = DynamoDBErrors(p=0.9, seed=2, kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED, THROTTLING)).install(table)
+    errors = ErrorResponses(p=0.9, seed=2, kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED, THROTTLING)).install(table)
     for _ in range(20):
         try:
             naive_debit(table)
@@ -189,7 +189,7 @@ def test_in_progress_means_the_original_may_commit_a_resend_is_safe_only_with_th
     ClientRequestToken is answered success and applies nothing more; a new call (a new token) debits again."""
     table = fresh()
     helpers.open_wallet(table, "w", 100)
-    errors = DynamoDBErrors(at={0: IN_PROGRESS_APPLIED, 2: IN_PROGRESS_APPLIED}).install(table)
+    errors = ErrorResponses(at={0: IN_PROGRESS_APPLIED, 2: IN_PROGRESS_APPLIED}).install(table)
     balances = []
     for token in ({"ClientRequestToken": "payment-1"}, {}):   # the same token on the resend; a new one per call
         with pytest.raises(ClientError) as caught:
@@ -205,7 +205,7 @@ def test_in_progress_means_the_original_may_commit_a_resend_is_safe_only_with_th
 def test_botocore_resends_in_progress_with_its_own_token_so_the_original_applies_once(fresh):
     table = fresh(sdk_retries=True)
     helpers.open_wallet(table, "w", 100)
-    errors = DynamoDBErrors(at={0: IN_PROGRESS_APPLIED}).install(table)
+    errors = ErrorResponses(at={0: IN_PROGRESS_APPLIED}).install(table)
     naive_transaction(table)
     assert errors.sent == 2 and helpers.read_balance(table, "w") == 90
 
@@ -213,10 +213,10 @@ def test_botocore_resends_in_progress_with_its_own_token_so_the_original_applies
 def test_a_generated_schedule_can_skip_an_answer_the_operation_can_never_get(table):
     """impossible="skip": a TransactionInProgress kind named for an UpdateItem leaves it DynamoDB's own answer."""
     helpers.open_wallet(table, "w", 100)
-    errors = DynamoDBErrors(at={0: IN_PROGRESS, 1: THROTTLING}, impossible="skip").install(table)
+    errors = ErrorResponses(at={0: IN_PROGRESS, 1: THROTTLING}, impossible="skip").install(table)
     naive_debit(table)                                    # request 0: DynamoDB's own answer, applied
     with pytest.raises(ClientError):
         naive_debit(table)                                # request 1: throttled
     assert [kind for _, _, kind in errors.answered] == [THROTTLING] and helpers.read_balance(table, "w") == 90
     with pytest.raises(ValueError, match="impossible"):
-        DynamoDBErrors(impossible="maybe")
+        ErrorResponses(impossible="maybe")

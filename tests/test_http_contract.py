@@ -48,7 +48,7 @@ def fresh(nb):
     from helpers.services.payment_provider import PaymentProvider
 
     nb["provider"] = PaymentProvider(nb["db"].clock)
-    nb["lost"].reset()
+    nb["lost"].restart()
     for wallet in ("alice", "bob"):
         nb["open_account_wallet"](nb["wallets"], wallet, 1000, owner=f"acct_{wallet}")
     return nb

@@ -178,7 +178,7 @@ def test_the_notebooks_setup_run_twice_leaves_one_server():
                                                    ("close", requests.ConnectionError, 0.0)])
 def test_a_lost_answer_is_committed_and_never_sent(how, error, at_least):
     calls: list[int] = []
-    lost = LostHttpResponses(at=[0], how="close").reset(at=[0], how=how)
+    lost = LostHttpResponses(at=[0], how="close").restart(at=[0], how=how)
     server = serve(lost.wrap(app_counting(calls)), name="t-lost")
     started = time.perf_counter()
     with pytest.raises(error):

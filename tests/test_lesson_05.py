@@ -188,7 +188,7 @@ def test_concurrent_copies_cancelled_by_a_conflict_are_sent_again_and_apply_once
     Before this, the cell counted the raised conflicts as neither and its assertion failed on AWS."""
     table = db.table(name)
     nb["open_wallet"](table, "w-race", 100)
-    errors = DynamoDBErrors(at={0: CONFLICT, 5: CONFLICT}, conflict_item=1).install(table)
+    errors = ErrorResponses(at={0: CONFLICT, 5: CONFLICT}, conflict_item=1).install(table)
     outcomes = nb["race_copies"](table, "w-race", "req-race", 16)
     assert [kind for _, _, kind in errors.answered] == [CONFLICT, CONFLICT]
     assert sorted(outcomes) == ["already applied"] * 15 + ["applied"]
@@ -345,7 +345,7 @@ def test_bad_input_is_refused_and_nothing_is_written(nb, fresh, debit_name, over
 # --- DynamoDB's own failure answers (helpers.dynamodb_errors) -------------------
 
 from helpers.dynamodb_errors import ANSWERS as ALL_ANSWERS  # noqa: E402
-from helpers.dynamodb_errors import CONFLICT, ERROR_500_APPLIED, KINDS, DynamoDBErrors  # noqa: E402
+from helpers.dynamodb_errors import CONFLICT, ERROR_500_APPLIED, KINDS, ErrorResponses  # noqa: E402
 
 ANSWERS = [(kind, item) for kind, item in ALL_ANSWERS if kind in KINDS]   # the table, its original commit aside
 
@@ -358,7 +358,7 @@ def test_no_failure_answer_is_read_as_success_or_as_a_missing_wallet(nb, db, nam
     table = db.table(name)
     wallet_id = new_wallet(nb, table, 100)
     request_id = str(uuid.uuid4())
-    errors = DynamoDBErrors(at={0: kind}, conflict_item=conflict_item).install(table)
+    errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
     with pytest.raises(ClientError) as raised:
         nb[pattern](table, wallet_id, 10, request_id)
     errors.uninstall()
@@ -376,7 +376,7 @@ def test_with_botocore_retrying_every_answer_ends_in_one_debit_or_a_clear_error(
     table = db.table(name, sdk_retries=True)
     wallet_id = new_wallet(nb, table, 100)
     request_id = str(uuid.uuid4())
-    DynamoDBErrors(at={0: kind}).install(table)
+    ErrorResponses(at={0: kind}).install(table)
     try:
         nb[pattern](table, wallet_id, 10, request_id)
     except ClientError as error:  # only a conflict reaches the caller: botocore does not resend it

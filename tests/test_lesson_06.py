@@ -21,10 +21,10 @@ from helpers.dynamodb_errors import (
     CONFLICT,
     ERROR_500_APPLIED,
     IN_PROGRESS_APPLIED,
-    DynamoDBErrors,
+    ErrorResponses,
 )
 from helpers.exercises import check_fenced_completion
-from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, virtual_time
+from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, use_virtual_time
 from helpers.meter import CallCounter
 from helpers.scenarios import Crash, crash_at, scenario
 from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
@@ -224,7 +224,7 @@ HANDLERS = ["pay", "pay_powertools", "pay_powertools_outside_lambda"]
 
 
 def inject(nb, schedule, conflict_item=-1):
-    errors = DynamoDBErrors(at=schedule, conflict_item=conflict_item, impossible="skip")  # in-progress: transactions
+    errors = ErrorResponses(at=schedule, conflict_item=conflict_item, impossible="skip")  # in-progress: transactions
     for target in (nb["records"], nb["wallets"], nb["powertools_client"]):
         errors.install(target)
     return errors
@@ -288,7 +288,7 @@ def test_an_answer_that_never_stops_is_an_error_never_a_success_without_effects(
 def test_a_conflict_in_either_slot_is_never_read_as_already_debited(nb, slot):
     fresh_run(nb)
     debit_key = f"t06-{next(_keys)}"
-    errors = DynamoDBErrors(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
+    errors = ErrorResponses(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
     try:
         with pytest.raises(ClientError) as raised:
             nb["debit_once"](nb["WALLET"], 10, debit_key)
@@ -422,12 +422,12 @@ def test_powertools_reads_the_virtual_clock_only_inside_the_block():
 
     clock = helpers.VirtualClock(start=1_000)
     modules = [importlib.import_module(m) for m in POWERTOOLS_MODULES]
-    with virtual_time(clock):
-        with virtual_time(clock):                                    # nesting is fine
+    with use_virtual_time(clock):
+        with use_virtual_time(clock):                                    # nesting is fine
             assert all(m.dt.datetime.now().timestamp() == 1_000 for m in modules)
         assert modules[0].dt.datetime.now().timestamp() == 1_000
         with pytest.raises(RuntimeError):
-            with virtual_time(helpers.VirtualClock()):
+            with use_virtual_time(helpers.VirtualClock()):
                 pass
     assert all(m.dt is real_datetime for m in modules)
     assert real_datetime.datetime.now().year > 2000
@@ -435,7 +435,7 @@ def test_powertools_reads_the_virtual_clock_only_inside_the_block():
 
 def test_powertools_clock_bad_input():
     with pytest.raises(helpers.BadInput):
-        with virtual_time(123):  # type: ignore[arg-type]
+        with use_virtual_time(123):  # type: ignore[arg-type]
             pass
     with pytest.raises(helpers.BadInput):
         LambdaContext(helpers.VirtualClock(), 0)
@@ -448,14 +448,14 @@ def test_powertools_clock_bad_input():
 
 
 def test_callcounter_counts_requests(table):
-    counter = CallCounter().watch(table)
+    counter = CallCounter().install(table)
     table.put_item(Item={"pk": "a"})
     table.get_item(Key={"pk": "a"})
     assert counter.round_trips == 2 and counter.writes == 1
     counter.reset()
     assert counter.round_trips == 0
     with pytest.raises(TypeError):
-        CallCounter().watch(object())
+        CallCounter().install(object())
 
 
 # --- histories an adversary tried (issue "One specification, one checker"); each failed on the old handler ---
@@ -513,7 +513,7 @@ def test_eight_threads_with_one_invocation_id_run_the_work_once(nb):
 def test_a_replay_is_one_failed_conditional_write(nb):
     key = fresh_run(nb)
     nb["pay"](key, nb["PAYLOAD"], "inv-1")
-    counter = CallCounter().watch(nb["records"])
+    counter = CallCounter().install(nb["records"])
     nb["pay"](key, nb["PAYLOAD"], "inv-1")
     assert (counter.round_trips, dict(counter.calls)) == (1, {"PutItem": 1})
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from helpers import BadInput, WalletNotFound
 from helpers.concurrency import race
-from helpers.dynamodb_errors import ERROR_500_APPLIED, KINDS, DynamoDBErrors
+from helpers.dynamodb_errors import ERROR_500_APPLIED, KINDS, ErrorResponses
 from helpers.exercises import check_safe_consumer
 from helpers.fidelity.fifo_dedup import use_aws_deduplication, use_moto_deduplication
 from helpers.fidelity.sqs_clock import use_wall_clock
@@ -254,7 +254,7 @@ def deliver_under(nb, consumer, kind, *, conflict_item=-1, payments=1, at=0):
         sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(nb["payment"](n)))
     handle = nb["CONSUMERS"][consumer]
     seen = []
-    errors = DynamoDBErrors(at={at: kind}, conflict_item=conflict_item).install(nb["wallets"])
+    errors = ErrorResponses(at={at: kind}, conflict_item=conflict_item).install(nb["wallets"])
     try:
         for _ in range(20):
             messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=1).get("Messages", [])
@@ -306,7 +306,7 @@ def test_the_lambda_poller_path_reports_every_dynamodb_answer_and_loses_nothing(
         for n in range(1, 4):
             sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(nb["payment"](n)))
         poller = LambdaPoller(sqs, queue, nb["handler_partial"](nb[consumer]), report_batch_item_failures=True)
-        errors = DynamoDBErrors(at={1: kind}).install(nb["wallets"])
+        errors = ErrorResponses(at={1: kind}).install(nb["wallets"])
         try:
             nb["drain"](poller, queue)
         finally:

@@ -28,7 +28,7 @@ from helpers.dynamodb_errors import (
     KINDS,
     THROTTLED,
     THROTTLING,
-    DynamoDBErrors,
+    ErrorResponses,
     botocore_resends,
     kinds_for,
 )
@@ -67,7 +67,7 @@ def test_no_failure_answer_is_success_and_a_resend_applies_once(nb, pattern, kin
     if not can_get(pattern, kind):
         pytest.skip(f"an {OPERATION[pattern]} is never answered {kind}")
     table, wallet_id = wallet(nb)
-    errors = DynamoDBErrors(at={0: kind}, conflict_item=item).install(table)
+    errors = ErrorResponses(at={0: kind}, conflict_item=item).install(table)
     with pytest.raises(ClientError) as raised:
         nb[pattern](table, wallet_id, 10, "pay-1")
     errors.uninstall()
@@ -83,7 +83,7 @@ def test_with_botocore_resending_only_a_conflict_reaches_the_caller(nb, pattern,
     if not can_get(pattern, kind):
         pytest.skip(f"an {OPERATION[pattern]} is never answered {kind}")
     table, wallet_id = wallet(nb, sdk_retries=True)
-    DynamoDBErrors(at={0: kind}, conflict_item=0).install(table)
+    ErrorResponses(at={0: kind}, conflict_item=0).install(table)
     try:
         outcome = nb[pattern](table, wallet_id, 10, "pay-1")
     except ClientError as error:
@@ -120,7 +120,7 @@ def test_in_flight_a_new_call_charges_a_naive_transaction_twice_the_same_token_o
 
 def test_the_ledger_told_in_progress_raises_and_its_resend_is_already_applied_when_the_original_committed(nb):
     table, wallet_id = wallet(nb)
-    DynamoDBErrors(at={0: IN_PROGRESS_APPLIED}).install(table)
+    ErrorResponses(at={0: IN_PROGRESS_APPLIED}).install(table)
     with pytest.raises(ClientError) as raised:
         nb["debit_ledger"](table, wallet_id, 10, "pay-1")
     assert raised.value.response["Error"]["Code"] == "TransactionInProgressException"
@@ -140,7 +140,7 @@ def test_a_lost_response_then_a_resend_applies_once(nb, pattern):
 
 def test_the_mistaken_handler_reports_a_conflict_as_applied_and_writes_nothing(nb):
     table, wallet_id = wallet(nb)
-    DynamoDBErrors(at={0: CONFLICT}, conflict_item=0).install(table)
+    ErrorResponses(at={0: CONFLICT}, conflict_item=0).install(table)
     assert nb["debit_mistaken"](table, wallet_id, 10, "pay-1") == "already applied"
     assert nb["read_balance"](table, wallet_id) == 100
     assert helpers.read_item(table, {"pk": wallet_id, "sk": "req#pay-1"}) is None
@@ -239,7 +239,7 @@ def test_one_schedule_of_mixed_faults(nb, seed):
 @pytest.mark.parametrize("kind", [k for k in ALL_KINDS if k != CONFLICT])
 def test_botocore_resends_what_its_rules_say(nb, kind):
     table, wallet_id = wallet(nb, sdk_retries=True)
-    DynamoDBErrors(at={0: kind}).install(table)
+    ErrorResponses(at={0: kind}).install(table)
     wire = watch_answers(table, helpers.connect().clock)
     if can_get("debit_naive", kind):
         nb["debit_naive"](table, wallet_id, 10, "pay-1")

@@ -16,7 +16,7 @@ from urllib3.util.retry import Retry
 
 import helpers
 from helpers.concurrency import race
-from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, DynamoDBErrors, kinds_for
+from helpers.dynamodb_errors import CONFLICT, KINDS, THROTTLED, ErrorResponses, kinds_for
 from helpers.exercises import check_retrying_client
 from helpers.services.payment_provider import PaymentProvider
 
@@ -39,7 +39,7 @@ def nb():
 def fresh(nb):
     """A new provider, Alice's two wallets and Bob's at 1000, no response lost: the notebook's namespace."""
     nb["provider"] = PaymentProvider(nb["db"].clock)
-    nb["lost"].reset()
+    nb["lost"].restart()
     for wallet in ("alice", "bob"):
         nb["open_account_wallet"](nb["wallets"], wallet, OPENED_WITH, owner=f"acct_{wallet}")
     nb["open_account_wallet"](nb["wallets"], "alice-2", OPENED_WITH, owner="acct_alice")   # her second wallet
@@ -163,7 +163,7 @@ def test_keys_are_at_most_255_characters(fresh, length, status):
 def test_the_replay_survives_a_lost_response_byte_for_byte(fresh):
     """A closed connection after the commit: the resend gets exactly the 201 the client never saw."""
     nb, key = fresh, next(_keys)
-    nb["lost"].reset(at=[0], how="close")
+    nb["lost"].restart(at=[0], how="close")
     with pytest.raises(requests.ConnectionError):
         post(nb, headers(nb, key), PAYMENT)
     nb["lost"].settle()
@@ -178,7 +178,7 @@ def test_the_replay_survives_a_lost_response_byte_for_byte(fresh):
 
 def test_a_held_response_times_out_the_client_and_the_work_is_done(fresh):
     nb, key = fresh, next(_keys)
-    nb["lost"].reset(at=[0], how="hold")
+    nb["lost"].restart(at=[0], how="hold")
     with pytest.raises(requests.ReadTimeout):
         post(nb, headers(nb, key), PAYMENT, timeout=(2.0, nb["READ_TIMEOUT"]))
     nb["lost"].settle()
@@ -284,7 +284,7 @@ WRITES = [(0, "claim", "PutItem"), (1, "debit", "TransactWriteItems"), (2, "comp
                                            for kind in kinds_for(operation, KINDS)])
 def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fresh, kind, n, step):
     nb, key = fresh, next(_keys)
-    errors = DynamoDBErrors(at={n: kind}).install(nb["records"])
+    errors = ErrorResponses(at={n: kind}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)
@@ -311,7 +311,7 @@ def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fr
 def test_a_conflict_on_the_debit_is_a_503_with_nothing_debited(fresh):
     nb, key = fresh, next(_keys)
     markers = debit_markers(nb)
-    errors = DynamoDBErrors(at={1: CONFLICT}).install(nb["records"])
+    errors = ErrorResponses(at={1: CONFLICT}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)
@@ -339,7 +339,7 @@ def test_urllib3_does_not_resend_a_post_by_default_and_does_when_told(fresh):
         (Retry(total=3, allowed_methods=post_too), "/v0/payments", None, 2, 2),      # the double charge
         (Retry(total=3, allowed_methods=post_too), "/payments", next(_keys), 2, 1),  # the key: once
     ]:
-        nb["lost"].reset(at=[0], how="close")
+        nb["lost"].restart(at=[0], how="close")
         before = nb["provider"].charges
         try:
             session_with(retry).post(nb["server"].url + path, json=PAYMENT, headers=headers(nb, key),
@@ -353,7 +353,7 @@ def test_urllib3_does_not_resend_a_post_by_default_and_does_when_told(fresh):
 def test_tenacity_with_the_key_made_inside_charges_twice_and_made_once_charges_once(fresh):
     nb = fresh
     for pay, charges in [(nb["pay_key_inside"], 2), (nb["pay_key_once"], 1)]:
-        nb["lost"].reset(at=[0], how="close")
+        nb["lost"].restart(at=[0], how="close")
         before = nb["provider"].charges
         assert pay(PAYMENT).status_code == 201
         assert nb["provider"].charges - before == charges
@@ -471,7 +471,7 @@ def test_every_client_does_the_same_whether_the_answer_is_held_or_the_connection
 
     outcomes = {}
     for how, read_timeout in [("hold", HELD_READ_TIMEOUT), ("close", 10.0)]:
-        nb["lost"].reset(at=[0], how=how)
+        nb["lost"].restart(at=[0], how=how)
         before = nb["provider"].charges
         try:
             seen = str(pay(read_timeout).status_code)
@@ -480,7 +480,7 @@ def test_every_client_does_the_same_whether_the_answer_is_held_or_the_connection
         nb["lost"].settle()
         outcomes[how] = (seen, nb["lost"].sent, nb["provider"].charges - before)
         assert nb["lost"].slowest_seconds < HELD_READ_TIMEOUT, "an answer that was not lost came too late"
-    nb["lost"].reset()
+    nb["lost"].restart()
     assert outcomes["hold"] == outcomes["close"], outcomes
 
 
@@ -507,7 +507,7 @@ def test_a_key_reused_with_another_payload_after_the_provider_failed_is_refused(
 def test_a_saved_response_lost_to_throttling_is_finished_forward_not_replaced(fresh):
     """The completion is throttled past botocore's retries after the charge: no other body may use the key."""
     nb, key = fresh, next(_keys)
-    errors = DynamoDBErrors(at={2: THROTTLED, 3: THROTTLED, 4: THROTTLED}).install(nb["records"])
+    errors = ErrorResponses(at={2: THROTTLED, 3: THROTTLED, 4: THROTTLED}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)

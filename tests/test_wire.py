@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from helpers import LostResponses, open_wallet, read_balance
-from helpers.dynamodb_errors import THROTTLING, DynamoDBErrors
+from helpers.dynamodb_errors import THROTTLING, ErrorResponses
 from helpers.meter import CallCounter, CapacityMeter
 from helpers.wire import FAILURE_ANSWER, LOST_RESPONSE, ORDER, WATCHER, client_of, watch_answers, watch_attempts
 
@@ -24,7 +24,7 @@ def own_method_is_back(table) -> bool:
 
 def test_the_order_is_stated_once():
     assert ORDER == (WATCHER, FAILURE_ANSWER, LOST_RESPONSE)
-    assert (LostResponses.rank, DynamoDBErrors.rank, CallCounter.rank) == (LOST_RESPONSE, FAILURE_ANSWER, WATCHER)
+    assert (LostResponses.rank, ErrorResponses.rank, CallCounter.rank) == (LOST_RESPONSE, FAILURE_ANSWER, WATCHER)
 
 
 @pytest.mark.parametrize("watch_first", [True, False])
@@ -32,9 +32,9 @@ def test_a_watcher_sees_the_injected_answers_whatever_the_install_order(table, d
     open_wallet(table, "w", 100)
     if watch_first:
         wire = watch_answers(table, db.clock)
-        DynamoDBErrors(at={0: THROTTLING}).install(table)
+        ErrorResponses(at={0: THROTTLING}).install(table)
     else:
-        DynamoDBErrors(at={0: THROTTLING}).install(table)
+        ErrorResponses(at={0: THROTTLING}).install(table)
         wire = watch_answers(table, db.clock)
     with pytest.raises(ClientError):
         debit(table)
@@ -45,7 +45,7 @@ def test_a_watcher_sees_the_injected_answers_whatever_the_install_order(table, d
 def test_a_failure_answer_decides_before_a_lost_response(table, lost_first):
     """The failure answer is outside: a request it answers never reaches LostResponses, which numbers the rest."""
     open_wallet(table, "w", 100)
-    layers = [LostResponses(at=[0]), DynamoDBErrors(at={0: THROTTLING})]
+    layers = [LostResponses(at=[0]), ErrorResponses(at={0: THROTTLING})]
     for layer in layers if lost_first else reversed(layers):
         layer.install(table)
     lost, errors = layers

@@ -36,9 +36,9 @@ from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import IN_PROGRESS, DynamoDBErrors
+from ..dynamodb_errors import IN_PROGRESS, ErrorResponses
+from ..fidelity.sqs_clock import use_virtual_time
 from ..services.queues import fresh_queue
-from ..services.sqs_clock import use_virtual_time
 from ..tables import fresh_table, open_wallet, read_balance
 from .specified import Specification
 from .verdict import Counterexample, Verdict, failure_answers, raised, verdict, wallet_table
@@ -144,7 +144,7 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
             table = fresh()
             queue = _Queue(db, sqs, table, consumer)
             queue.send({"operation_id": "op-1", "wallet": "w", "amount": AMOUNT})
-            errors = DynamoDBErrors(at={0: kind}, conflict_item=conflict_item).install(table)
+            errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
             try:
                 queue.drain()
             finally:
@@ -197,8 +197,8 @@ def consumer_held(consumer: QueueConsumer, *, db: Backend | None = None, histori
 
 
 def _consumer_subject() -> type:
-    from ..checker import ANSWERS as FAILURES
     from ..checker import Subject
+    from ..dynamodb_errors import DISTINCT_KINDS as FAILURES
     from ..dynamodb_errors import IN_PROGRESS_APPLIED
     from ..faults import LostResponses
 
@@ -214,8 +214,8 @@ def _consumer_subject() -> type:
             self.g, self.name = {}, "your consumer"
             self.clock, self.wallets, self.reader = db.clock, table, db.client()
             self.lease, self.retention = float(VISIBILITY_TIMEOUT), 24 * 3600.0
-            self.lost, self.errors = LostResponses(), DynamoDBErrors(kinds=FAILURES, conflict_item=-1)
-            self.in_progress = DynamoDBErrors(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
+            self.lost, self.errors = LostResponses(), ErrorResponses(kinds=FAILURES, conflict_item=-1)
+            self.in_progress = ErrorResponses(kinds=(IN_PROGRESS, IN_PROGRESS_APPLIED),
                                               operations={"TransactWriteItems"})
             self.clients, self.run, self.provider = [table.meta.client], 0, None
 

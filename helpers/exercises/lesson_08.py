@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import CONFLICT, DynamoDBErrors, answer_of
+from ..dynamodb_errors import CONFLICT, ErrorResponses, answer_of
 from ..tables import fresh_table, read_item
 from ..wire import watch_answers
 from .specified import Specification, debit_subject
@@ -109,7 +109,7 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
     def failure_answers() -> None:
         for kind, item, described in ANSWERS:
             table, wallet_id = new_wallet()
-            DynamoDBErrors(at={0: kind}, conflict_item=item).install(table)
+            ErrorResponses(at={0: kind}, conflict_item=item).install(table)
             wire = watch_answers(table, db.clock)
             result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
             left = balance(table, wallet_id)
@@ -123,7 +123,7 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
 
     def endless_conflict() -> None:
         table, wallet_id = new_wallet()
-        DynamoDBErrors(at={n: CONFLICT for n in range(ENDLESS)}, conflict_item=0).install(table)
+        ErrorResponses(at={n: CONFLICT for n in range(ENDLESS)}, conflict_item=0).install(table)
         wire = watch_answers(table, db.clock)
         result = answer(lambda: pay(table, wallet_id, AMOUNT, "pay-1"))
         times = [a.t for a in wire.answers]

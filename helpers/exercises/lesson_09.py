@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..dynamodb_errors import CONFLICT, DynamoDBErrors
+from ..dynamodb_errors import CONFLICT, ErrorResponses
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
 from .specified import Specification
@@ -91,8 +91,8 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
     def lost_responses() -> None:
         for seed in range(schedules):
             def lose(seed: int = seed) -> Callable[[], None]:
-                faults.reset(p=0.5, seed=seed, at=[0], how="close")
-                return faults.reset
+                faults.restart(p=0.5, seed=seed, at=[0], how="close")
+                return faults.restart
 
             def story(seed: int = seed) -> str:
                 return (f"one payment of {AMOUNT}, responses of requests {list(faults.lost)} lost "
@@ -101,15 +101,15 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
             paid_once_under(lose, story)
 
     def conflict() -> None:
-        faults.reset()                                      # no response lost
-        paid_once_under(lambda: DynamoDBErrors(at={0: CONFLICT}).install(wallets).uninstall,
+        faults.restart()                                      # no response lost
+        paid_once_under(lambda: ErrorResponses(at={0: CONFLICT}).install(wallets).uninstall,
                         lambda: "DynamoDB cancelled the first debit (TransactionConflict), the server answered 503 "
                                 f"with Retry-After, and your client sent {faults.sent} requests")
 
     def refused() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
         before = provider.charges
-        faults.reset()
+        faults.restart()
         result = answer(lambda: pay(url, {"wallet": WALLET, "amount": 0}, API_KEY))
         if not isinstance(result, Exception) or faults.sent != 1 or provider.charges != before:
             raise Counterexample(
@@ -170,8 +170,8 @@ def ClientSubject(pay: Pay) -> Any:  # noqa: N802 - made like a class, on first 
             lost_http = fault is not None and fault[0] == "lost"
             super().arm(None if lost_http else fault)          # DynamoDB's answers and the provider, on the server
             if lost_http:
-                self.ns["lost"].reset(at=[fault[1]], how="close")   # the server commits, the connection closes
+                self.ns["lost"].restart(at=[fault[1]], how="close")   # the server commits, the connection closes
             else:
-                self.ns["lost"].reset()
+                self.ns["lost"].restart()
 
     return _ClientSubject(getattr(pay, "__globals__", {}))

@@ -4,8 +4,9 @@ A notebook rarely opens these; `helpers.connect()` installs most of them. Each m
 each private site it patches is named, with the version it was written against, in
 tests/test_patched_hooks.py. One verb each: ``use_virtual_time(clock)`` runs a patched library on the
 virtual clock (sqs_clock, powertools_clock; ``use_virtual_backoff`` for botocore's retry sleeps), and
-``use_...()`` turns on any other process-wide patch; a per-client layer (a fault, a watcher) is
-``install(target)`` / ``uninstall()`` on helpers/wire.py.
+``use_...()`` turns on any other process-wide patch (``use_item_rollback()``, ``use_aws_deduplication()``);
+a hook on one client is ``install(client)`` (``FaithfulMoto``'s before-send handler here; a fault or a
+watcher is a helpers/wire.py layer, undone with ``uninstall()``).
 
     faithful_moto     moto made atomic, and ClientRequestToken honoured
     client_tokens     DynamoDB's ClientRequestToken rules

@@ -39,7 +39,7 @@ from ..clock import VirtualClock
 from . import capacity, item_rollback
 from .client_tokens import TokenLedger
 
-item_rollback.install()
+item_rollback.use_item_rollback()
 
 
 class LeftTheMachine(RuntimeError):
@@ -53,7 +53,7 @@ class FaithfulMoto:
         self._lock = threading.Lock()
         self.tokens = TokenLedger(clock)
 
-    def attach(self, client: Any) -> Any:
+    def install(self, client: Any) -> Any:
         """Route `client`'s requests through this handler instead of stock moto's."""
         client.meta.events.unregister("before-send", botocore_stubber)
         client.meta.events.register("before-send", self)

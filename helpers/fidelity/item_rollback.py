@@ -124,7 +124,7 @@ def cheap_rollback() -> Iterator[None]:
         _active.on = False
 
 
-def install() -> None:
+def use_item_rollback() -> None:
     """Patch moto's DynamoDB backend once (it stays stock outside `cheap_rollback()`)."""
     if not isinstance(dynamodb_models.copy, _CopyModule):
         dynamodb_models.copy = _CopyModule()

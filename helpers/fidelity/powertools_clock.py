@@ -6,7 +6,7 @@ stamp a record's expiry, its in-progress expiry, and to decide whether a
 record it reads has expired. (Checked on aws-lambda-powertools 3.37.0.)
 
 `use_virtual_time(clock)` (the collection's one verb for "run this on the virtual
-clock": fidelity/sqs_clock.py has the same; `virtual_time` is its older name here)
+clock": fidelity/sqs_clock.py has the same)
 swaps that one name, ``dt``, in exactly those modules for a stand-in whose
 ``datetime.now()`` reads `clock`; everything else (``timedelta``, ``fromtimestamp``)
 is the real `datetime`. Nothing else in the process sees a different time, and
@@ -101,8 +101,6 @@ def use_virtual_time(clock: VirtualClock) -> OnVirtualTime:
     """
     return OnVirtualTime(clock)
 
-
-virtual_time = use_virtual_time   # the older name, kept for notebook 06 (``with virtual_time(db.clock):``)
 
 
 class LambdaContext:

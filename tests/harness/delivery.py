@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from helpers import LostResponses
 from helpers.concurrency import race
-from helpers.dynamodb_errors import DynamoDBErrors
+from helpers.dynamodb_errors import ErrorResponses
 
 SUCCESS = {"applied", "already applied", "applied or replayed", "created", "already created"}
 NON_RETRYABLE = {"StaleUpdate", "OrderConflict"}   # definitive refusals: the caller does not try again
@@ -81,13 +81,13 @@ def deliver_all(schedule: list[tuple[int, bool, int]], faults: Faults, send: Cal
 
 
 @contextmanager
-def failure_answers(schedule: list[str | None], *targets: Any) -> Iterator[DynamoDBErrors]:
+def failure_answers(schedule: list[str | None], *targets: Any) -> Iterator[ErrorResponses]:
     """DynamoDB answers the n-th write through any of `targets` with `schedule[n]` (None: its own answer; so does a
     write whose operation can never get that answer: TransactionInProgress on a single-item write).
 
     One schedule across every target, in the order the writes are sent; uninstalled when the block ends.
     """
-    errors = DynamoDBErrors(at={n: kind for n, kind in enumerate(schedule) if kind}, impossible="skip")
+    errors = ErrorResponses(at={n: kind for n, kind in enumerate(schedule) if kind}, impossible="skip")
     for target in targets:
         errors.install(target)
     try:
