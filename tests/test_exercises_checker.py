@@ -2,7 +2,7 @@
 
 The scenario checks replay the stories their lessons tell; an answer that reports success for any error passes
 them all, since no scenario injects DynamoDB's failure answers. After the scenarios, each checker sends the answer
-generated histories with lost responses and DynamoDB's failure answers injected (`helpers.exercises.verdict.
+generated histories with lost responses and DynamoDB's failure answers injected (`helpers.exercises.specified.
 Specification`): such an answer gets NOT YET, the broken property named and the shortest history shown; the
 solution in notebooks/solutions/ gets PASS and is told which properties held over how many histories.
 """
@@ -23,7 +23,8 @@ from helpers.exercises import (
     check_retry_safe_debit,
     check_sign_up,
 )
-from helpers.exercises.verdict import Counterexample, Specification, debit_subject
+from helpers.exercises.specified import Specification, debit_subject
+from helpers.exercises.verdict import Counterexample
 from helpers.specification import BOUND, ONCE
 from helpers.subjects import DebitSubject
 from helpers.tables import fresh_table
@@ -86,7 +87,7 @@ def assert_fits(verdict):
 def test_the_solution_passes_and_is_told_what_held(db, n):
     verdict = EXERCISES[n][2](solution(n), db=db)
     assert verdict.passed, pretty(verdict)
-    assert "Held to the specification over " in verdict.message
+    assert "held to the specification over " in verdict.message
     assert verdict.message.endswith(f": {EXERCISES[n][5]}."), verdict.message
     assert_fits(verdict)
 
@@ -121,8 +122,9 @@ def test_08_an_error_swallowing_pay_gets_not_yet_and_the_checker_names_the_prope
 
     verdict = check_bounded_pay(my_pay, db=db)
     assert not verdict.passed and "your pay answered 'already applied'" in verdict.message, verdict.message
-    held = Specification(lambda: debit_subject(my_pay, fresh_table(db, "exercise-08", sort_key="sk"), db,
-                                               wallet_sort_key=True, writes=2), "pay", keys_reused=False)
+    held = Specification.staged(lambda: debit_subject(my_pay, fresh_table(db, "exercise-08", sort_key="sk"), db,
+                                                      wallet_sort_key=True, writes=2),
+                                name="your pay", keys_reused=False)
     with pytest.raises(Counterexample) as found:
         held()
     story = " ".join(str(found.value).split())

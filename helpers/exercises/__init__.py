@@ -18,9 +18,8 @@ raises for a wrong answer, so an unsolved exercise does not stop "Run All".
     lesson_09  check_retrying_client     an HTTP client that pays once, however its responses are lost
     lesson_10  check_outbox_worker       an outbox worker that charges every payment once (import it from
                                          helpers.exercises.lesson_10: it needs PostgreSQL)
-    verdict    Verdict, the steps every checker shares, and Specification (the collection's checker, last)
-    display    shown(), shown_by_line(): a checker's verdict displayed wrapped to 100 characters a line
-    specified  broken(), held(), namespace_of(): the specification's checker inside an exercise (06, 07, 10)
+    verdict    Verdict (printed wrapped to 100 characters a line) and the steps every checker shares
+    specified  Specification: every checker's last check, the collection's checker, told the same way in all
 """
 
 from .lesson_00 import check_payment_handler

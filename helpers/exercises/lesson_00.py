@@ -23,27 +23,25 @@ from typing import Any
 from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
-from ..tables import fresh_table, open_wallet, read_balance
-from .display import shown_by_line
+from ..tables import fresh_table, read_balance
+from .specified import Specification, debit_subject
 from .verdict import (
     Counterexample,
-    Specification,
     Verdict,
     answer,
-    debit_subject,
     expect_bad_input,
+    expect_not_found,
     raised,
     resend,
     run_prefix,
-    snapshot,
     verdict,
+    wallet_table,
 )
 
 Handler = Callable[[Any, dict], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-00", "alice", 100, 10, 3, 16
 
 
-@shown_by_line
 def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `handler(table, request)` safe when one payment reaches it more than once? Returns a `Verdict`."""
     db = db or connect()
@@ -58,8 +56,7 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
             raise Counterexample(f"{story}: expected balance {expected}, your handler left {actual}.")
 
     def sent_twice() -> None:
-        table = fresh_table(db, TABLE)
-        open_wallet(table, WALLET, START)
+        table = wallet_table(db, TABLE, WALLET, START)
         for n in range(PAYMENTS):
             for copy in ("first", "second"):
                 result = answer(lambda: handler(table, request(n)))
@@ -71,8 +68,7 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
 
     def sdk_retries() -> None:
         for seed in range(schedules):
-            table = fresh_table(db, TABLE, sdk_retries=True)
-            open_wallet(table, WALLET, START)
+            table = wallet_table(db, TABLE, WALLET, START, sdk_retries=True)
             faults = LostResponses(p=0.4, seed=seed).install(table)
             for n in range(PAYMENTS):
                 result = resend(lambda: handler(table, request(100 * (seed + 1) + n)))
@@ -85,8 +81,7 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
                        f"(seed {seed})")
 
     def concurrent_copies() -> None:
-        table = fresh_table(db, TABLE)
-        open_wallet(table, WALLET, START)
+        table = wallet_table(db, TABLE, WALLET, START)
         outcomes = race(lambda i: handler(table, request(10_000)), COPIES)
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if errors:
@@ -94,25 +89,21 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
         balance_is(table, START - AMOUNT, f"{COPIES} copies of one payment of {AMOUNT} at the same instant")
 
     def bad_input() -> None:
-        table = fresh_table(db, TABLE)
-        open_wallet(table, WALLET, START)
+        table = wallet_table(db, TABLE, WALLET, START)
         for field, value in (("amount", -5), ("amount", 2.5), ("payment_id", "")):
             bad = {**request(20_000), field: value}
             expect_bad_input(table, f"a request with {field} {value!r}", lambda: handler(table, bad))
-        before = snapshot(table)
-        result = answer(lambda: handler(table, {**request(30_000), "wallet": "nobody"}))
-        if not isinstance(result, LookupError) or snapshot(table) != before:
-            saw = raised(result) if isinstance(result, Exception) else repr(result)
-            wrote = "" if snapshot(table) == before else " and wrote to the table"
-            raise Counterexample(f"a payment from a wallet that does not exist should raise WalletNotFound and write "
-                                 f"nothing — no payment happened; your handler answered {saw}{wrote}.")
+        expect_not_found(table, lambda: handler(table, {**request(30_000), "wallet": "nobody"}),
+                         "a payment from a wallet that does not exist should raise WalletNotFound and write nothing "
+                         "— no payment happened", "your handler")
 
     def as_debit(table: Any, wallet: str, amount: int, payment_id: str) -> Any:
         return handler(table, {"wallet": wallet, "amount": amount, "payment_id": payment_id})
 
     as_debit.__name__ = getattr(handler, "__name__", "handler")
-    held = Specification(lambda: debit_subject(as_debit, fresh_table(db, TABLE), db, success=({"status": "paid"},)),
-                         "handler", keys_reused=False, one_at_a_time=True)
+    held = Specification.staged(lambda: debit_subject(as_debit, fresh_table(db, TABLE), db,
+                                                      success=({"status": "paid"},)),
+                                name="your handler", keys_reused=False, one_at_a_time=True)
     return verdict(
         [sent_twice, sdk_retries, concurrent_copies, bad_input, held],
         passed=lambda: f"every payment delivered twice, {schedules} lost-response schedules under botocore's own "

@@ -22,20 +22,20 @@ from typing import Any
 from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
-from ..subjects import RecordSubject
 from ..tables import fresh_table, read_item
-from .display import shown_by_line
-from .verdict import Counterexample, Specification, Verdict, answer, expect_bad_input, raised, resend, verdict
+from .specified import ItemSubject, Specification
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, said, verdict
 
 Update = Callable[[Any, str, str, int], Any]
 TABLE, ORDER, STATUSES, COPIES = "exercise-01", "order-1", ("placed", "packed", "shipped"), 16
 
 
-class _Updates(RecordSubject):
+class _Updates(ItemSubject):
     """The reader's update as the checker's subject: one order, updates drawn from three."""
 
     requests = (("packed", 2), ("shipped", 3), ("placed", 1))
     refusing = ("StaleUpdate",)
+    fields, nothing = ("status", "seq"), "no order"
 
     def begin(self) -> None:
         self.table.put_item(Item={"pk": ORDER, "status": "placed", "seq": 1})
@@ -43,20 +43,13 @@ class _Updates(RecordSubject):
     def call(self, request: tuple) -> Any:
         return self.write(self.table, ORDER, *request)
 
-    def read(self, request: tuple) -> Any:
-        return read_item(self.table, {"pk": ORDER})
+    def key(self, request: tuple) -> dict[str, Any]:
+        return {"pk": ORDER}
 
-    def holds(self, item: Any, request: tuple) -> bool:
-        return item is not None and (item.get("status"), item.get("seq")) == request
-
-    def describe(self, request: tuple) -> str:
-        return f"{request[0]} (seq {request[1]})"
-
-    def show(self, item: Any) -> str:
-        return "no order" if item is None else f"{item.get('status')} (seq {item.get('seq')})"
+    def describe(self, values: tuple) -> str:
+        return f"{values[0]} (seq {values[1]})"
 
 
-@shown_by_line
 def check_order_safe_update(update: Update, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `update(table, order_id, status, seq)` safe to retry and to deliver late? Returns a `Verdict`."""
     db = db or connect()
@@ -97,18 +90,16 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
         story = ("packed (seq 2) committed but its response was lost; shipped (seq 3) was applied; then packed's "
                  "retry arrived late")
         if not isinstance(result, Exception) or state(table) != "shipped (seq 3)":
-            saw = raised(result) if isinstance(result, Exception) else repr(result)
             raise Counterexample(f"{story}: expected it refused (StaleUpdate) and the order still shipped (seq 3); "
-                                 f"your update answered {saw} and left {state(table)}.")
+                                 f"your update answered {said(result)} and left {state(table)}.")
 
     def out_of_order() -> None:
         table = new_order()
         send(table, "shipped", 3)
         result = send(table, "packed", 2)
         if not isinstance(result, Exception) or state(table) != "shipped (seq 3)":
-            saw = raised(result) if isinstance(result, Exception) else repr(result)
             raise Counterexample("shipped (seq 3) arrived before packed (seq 2): expected packed refused and the order "
-                                 f"still shipped (seq 3); your update answered {saw} and left {state(table)}.")
+                                 f"still shipped (seq 3); your update answered {said(result)} and left {state(table)}.")
 
     def concurrent() -> None:
         table = new_order()
@@ -132,7 +123,7 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
         for status, seq in (("lost", 2), ("packed", 0), ("packed", -1), ("packed", 2.5), ("packed", "2")):
             expect_bad_input(table, f"status {status!r} with seq {seq!r}", lambda: update(table, ORDER, status, seq))
 
-    held = Specification(lambda: _Updates(update, fresh_table(db, TABLE)), "update")
+    held = Specification.staged(lambda: _Updates(update, fresh_table(db, TABLE)), name="your update")
     return verdict(
         [prompt_retries, late_retry, out_of_order, concurrent, bad_input, held],
         passed=lambda: f"{schedules} lost-response schedules, the late retry, out-of-order delivery, {COPIES} "

@@ -21,41 +21,34 @@ from typing import Any
 from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
-from ..subjects import RecordSubject
 from ..tables import fresh_table, read_item
-from .display import shown_by_line
-from .verdict import Counterexample, Specification, Verdict, answer, expect_bad_input, raised, resend, verdict
+from .specified import ItemSubject, Specification
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
 
 SignUp = Callable[[Any, str, str], Any]
 TABLE, COPIES = "exercise-02", 16
 PEOPLE = {"alice": "alice@example.com", "bob": "bob@example.com", "carol": "carol@example.com"}
 
 
-class _SignUps(RecordSubject):
+class _SignUps(ItemSubject):
     """The reader's sign-up as the checker's subject: two usernames, and someone else's email for one of them."""
 
     requests = (("alice", PEOPLE["alice"]), ("alice", "mallory@example.com"), ("bob", PEOPLE["bob"]))
     success = ("created", "already created")
     refusing = ("UsernameTaken",)
+    fields = ("pk", "email")
 
     def begin(self) -> None:
         for username in ("alice", "bob"):
             self.table.delete_item(Key={"pk": username})
 
-    def read(self, request: tuple) -> Any:
-        return read_item(self.table, {"pk": request[0]})
+    def key(self, request: tuple) -> dict[str, Any]:
+        return {"pk": request[0]}
 
-    def holds(self, item: Any, request: tuple) -> bool:
-        return item is not None and item.get("email") == request[1]
-
-    def describe(self, request: tuple) -> str:
-        return f"{request[0]!r} with {request[1]}"
-
-    def show(self, item: Any) -> str:
-        return "no item" if item is None else f"{item['pk']!r} with {item.get('email')}"
+    def describe(self, values: tuple) -> str:
+        return f"{values[0]!r} with {values[1]}"
 
 
-@shown_by_line
 def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int = 8) -> Verdict:
     """Is `sign_up(table, username, email)` safe to retry, and does it refuse someone else's row? A `Verdict`."""
     db = db or connect()
@@ -113,7 +106,7 @@ def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int 
             expect_bad_input(table, f"username {username!r} with email {email!r}",
                              lambda: sign_up(table, username, email))
 
-    held = Specification(lambda: _SignUps(sign_up, fresh_table(db, TABLE)), "sign-up")
+    held = Specification.staged(lambda: _SignUps(sign_up, fresh_table(db, TABLE)), name="your sign-up")
     return verdict(
         [lost_responses, someone_elses_row, concurrent, bad_input, held],
         passed=lambda: f"{schedules} lost-response schedules, someone else's row, {COPIES} concurrent sign-ups and "

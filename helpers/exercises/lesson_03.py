@@ -22,9 +22,9 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..ids import RequestIds
-from ..tables import fresh_table, open_wallet, read_balance, read_item
-from .display import shown_by_line
-from .verdict import Counterexample, Specification, Verdict, answer, debit_subject, raised
+from ..tables import fresh_table, read_balance
+from .specified import Specification, debit_subject
+from .verdict import Counterexample, Verdict, expect_bad_debits, verdict, wallet_table
 
 Debit = Callable[[Any, str, int, str], Any]
 
@@ -38,58 +38,43 @@ def _pay(table: Any, debit: Debit, wallet: str, amount: int, request_id: str, at
             continue
 
 
-@shown_by_line
 def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Is `debit(table, wallet_id, amount, request_id)` safe to retry? Returns a `Verdict`."""
     db = db or connect()
-    table = fresh_table(db, "exercise-debit")
     start, amount, payments = 100, 5, 4
-    for seed in range(schedules):
-        table = fresh_table(db, "exercise-debit")
-        open_wallet(table, "w", start)
-        faults = LostResponses(p=0.4, seed=seed).install(table)
-        ids = RequestIds(seed)
-        try:
-            for _ in range(payments):
-                _pay(table, debit, "w", amount, ids.next())
-        except Exception as error:  # the reader's code raised: that is the counterexample
-            return Verdict(False, f"with seed {seed} your debit raised {type(error).__name__}: {error}")
-        expected, actual = start - amount * payments, read_balance(table, "w")
-        if actual != expected:
-            return Verdict(
-                False,
-                f"{payments} payments of {amount} from {start}, with the responses of write requests "
-                f"{faults.lost} lost (seed {seed}, each retry resent with the same request ID): "
-                f"expected balance {expected}, your debit left {actual}.",
-            )
-    table = fresh_table(db, "exercise-debit")
-    open_wallet(table, "w", start)
-    outcomes = race(lambda i: debit(table, "w", amount, "same-request"), 16)
-    errors = [o for o in outcomes if isinstance(o, Exception)]
-    if errors or read_balance(table, "w") != start - amount:
-        detail = f"raised {type(errors[0]).__name__}" if errors else f"left {read_balance(table, 'w')}"
-        return Verdict(False, f"16 concurrent copies of one request: expected balance {start - amount}, "
-                              f"your debit {detail}.")
-    for bad in (-5, 2.5):
-        try:
-            debit(table, "w", bad, "bad-input")
-        except ValueError:
-            continue
-        except Exception as error:
-            return Verdict(False, f"amount {bad!r} should raise ValueError, got {type(error).__name__}")
-        return Verdict(False, f"amount {bad!r} was accepted; bad input should raise ValueError and write nothing.")
-    if read_balance(table, "w") != start - amount:
-        return Verdict(False, "bad input changed the balance; it should write nothing.")
-    result = answer(lambda: debit(table, "nobody", amount, "to-nobody"))
-    if not isinstance(result, LookupError) or read_item(table, {"pk": "nobody"}) is not None:
-        saw = raised(result) if isinstance(result, Exception) else repr(result)
-        return Verdict(False, "a debit from a wallet that does not exist should raise WalletNotFound (a "
-                              f"LookupError) and write nothing; your debit answered {saw}.")
-    held = Specification(lambda: debit_subject(debit, fresh_table(db, "exercise-debit"), db), "debit",
-                         keys_reused=False, one_at_a_time=True)
-    try:
-        held()
-    except Counterexample as found:
-        return Verdict(False, str(found))
-    return Verdict(True, f"{schedules} lost-response schedules, 16 concurrent duplicates, bad input and a missing "
-                         f"wallet all handled. {held.passed()}")
+
+    def new_wallet() -> Any:
+        return wallet_table(db, "exercise-debit", "w", start)
+
+    def lost_responses() -> None:
+        for seed in range(schedules):
+            table = new_wallet()
+            faults = LostResponses(p=0.4, seed=seed).install(table)
+            ids = RequestIds(seed)
+            try:
+                for _ in range(payments):
+                    _pay(table, debit, "w", amount, ids.next())
+            except Exception as error:  # the reader's code raised: that is the counterexample
+                raise Counterexample(f"with seed {seed} your debit raised {type(error).__name__}: {error}") from None
+            expected, actual = start - amount * payments, read_balance(table, "w")
+            if actual != expected:
+                raise Counterexample(f"{payments} payments of {amount} from {start}, with the responses of write "
+                                     f"requests {faults.lost} lost (seed {seed}, each retry resent with the same "
+                                     f"request ID): expected balance {expected}, your debit left {actual}.")
+
+    def concurrent() -> None:
+        table = new_wallet()
+        outcomes = race(lambda i: debit(table, "w", amount, "same-request"), 16)
+        errors = [o for o in outcomes if isinstance(o, Exception)]
+        if errors or read_balance(table, "w") != start - amount:
+            detail = f"raised {type(errors[0]).__name__}" if errors else f"left {read_balance(table, 'w')}"
+            raise Counterexample(f"16 concurrent copies of one request: expected balance {start - amount}, "
+                                 f"your debit {detail}.")
+
+    held = Specification.staged(lambda: debit_subject(debit, fresh_table(db, "exercise-debit"), db), name="your debit",
+                                keys_reused=False, one_at_a_time=True)
+    return verdict(
+        [lost_responses, concurrent, lambda: expect_bad_debits(new_wallet(), debit, "w", "check"), held],
+        passed=lambda: f"{schedules} lost-response schedules, 16 concurrent duplicates, bad input and a missing "
+                       f"wallet all handled. {held.passed()}",
+    )

@@ -24,19 +24,8 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .display import shown_by_line
-from .verdict import (
-    Counterexample,
-    Specification,
-    Verdict,
-    answer,
-    debit_subject,
-    expect_bad_input,
-    raised,
-    resend,
-    run_prefix,
-    verdict,
-)
+from .specified import Specification, debit_subject
+from .verdict import Counterexample, Verdict, expect_bad_debits, resend, run_prefix, said, verdict
 
 Debit = Callable[[Any, str, int, str], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-04", "alice", 50, 20, 4, 16
@@ -45,7 +34,6 @@ DECLINED_ANSWERS = (DECLINED, "insufficient funds (unless applied before another
 OPENING = {"alice": 100, "bob": 20}       # the generated histories' wallets: small, so that payments run them dry
 
 
-@shown_by_line
 def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Does `debit(table, wallet_id, amount, request_id)` tell a duplicate from insufficient funds? A `Verdict`."""
     db = db or connect()
@@ -68,13 +56,12 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
                 left = balance(table)
                 result = resend(lambda: debit(table, WALLET, AMOUNT, f"{run}-{seed}-{n}"))
                 if result not in expected[n]:
-                    saw = raised(result) if isinstance(result, Exception) else repr(result)
                     want = " or ".join(repr(e) for e in expected[n])
                     raise Counterexample(
                         f"{PAYMENTS} payments of {AMOUNT} from {START}, each under a request ID of its own that every "
                         f"resend after a lost response reuses (responses of write requests {faults.lost} lost, "
                         f"seed {seed}): payment {n + 1}, "
-                        f"sent when the balance was {left}, should answer {want}; your debit answered {saw}.")
+                        f"sent when the balance was {left}, should answer {want}; your debit answered {said(result)}.")
             if balance(table) != START - 2 * AMOUNT:
                 raise Counterexample(f"{PAYMENTS} payments of {AMOUNT} from {START}, responses of write requests "
                                      f"{faults.lost} lost (seed {seed}): expected balance {START - 2 * AMOUNT}, your "
@@ -92,25 +79,18 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
         table = new_wallet()
         outcomes = race(lambda i: debit(table, WALLET, 10, f"{run}-distinct-{i}"), COPIES)
         want = sorted(["applied"] * (START // 10) + [DECLINED] * (COPIES - START // 10))
-        said = [DECLINED if o in DECLINED_ANSWERS else str(o) for o in outcomes]
-        if sorted(said) != want or balance(table) != 0:
+        answered = [DECLINED if o in DECLINED_ANSWERS else str(o) for o in outcomes]
+        if sorted(answered) != want or balance(table) != 0:
             raise Counterexample(f"{COPIES} different debits of 10 from {START} at the same instant: expected "
                                  f"{START // 10} 'applied', {COPIES - START // 10} 'insufficient funds' and balance 0; "
                                  f"your debit answered {_counts(outcomes)} and left {balance(table)}.")
 
     def bad_input() -> None:
-        table = new_wallet()
-        for amount in (-5, 2.5):
-            expect_bad_input(table, f"amount {amount!r}", lambda: debit(table, WALLET, amount, f"{run}-bad"))
-        result = answer(lambda: debit(table, "nobody", 10, f"{run}-nobody"))
-        if not isinstance(result, LookupError) or read_item(table, {"pk": "nobody", "sk": "wallet"}) is not None:
-            saw = raised(result) if isinstance(result, Exception) else repr(result)
-            raise Counterexample(f"a debit from a wallet that does not exist should raise WalletNotFound and write "
-                                 f"nothing; your debit answered {saw}.")
+        expect_bad_debits(new_wallet(), debit, WALLET, run)
 
-    held = Specification(lambda: debit_subject(debit, fresh_table(db, TABLE, sort_key="sk"), db, wallet_sort_key=True,
-                                               refused=DECLINED_ANSWERS, opening=OPENING),
-                         "debit", keys_reused=False, one_at_a_time=True)
+    held = Specification.staged(lambda: debit_subject(debit, fresh_table(db, TABLE, sort_key="sk"), db,
+                                                      wallet_sort_key=True, refused=DECLINED_ANSWERS, opening=OPENING),
+                                name="your debit", keys_reused=False, one_at_a_time=True)
     return verdict(
         [lost_responses, concurrent, bad_input, held],
         passed=lambda: f"{schedules} lost-response schedules running the wallet dry, {COPIES} concurrent copies, "

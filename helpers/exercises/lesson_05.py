@@ -23,20 +23,8 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
-from .display import shown_by_line
-from .verdict import (
-    Counterexample,
-    Specification,
-    Verdict,
-    answer,
-    debit_subject,
-    expect_bad_input,
-    raised,
-    resend,
-    run_prefix,
-    snapshot,
-    verdict,
-)
+from .specified import Specification, debit_subject
+from .verdict import Counterexample, Verdict, expect_bad_debits, raised, resend, run_prefix, verdict
 
 Debit = Callable[[Any, str, int, str], Any]
 TABLE, WALLET, START, COPIES = "exercise-05", "alice", 100, 16
@@ -45,7 +33,6 @@ ORDERS = (["A", "B", "A"], ["A", "B", "C", "B", "A"], ["A", "A", "B", "C", "C", 
 LATE = ["A", "B", "C", "A", "B"]
 
 
-@shown_by_line
 def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: int = 12) -> Verdict:
     """Is `debit(table, wallet_id, amount, request_id)` applied once per request, in any order? A `Verdict`."""
     db = db or connect()
@@ -97,19 +84,11 @@ def check_ledger_debit(debit: Debit, *, db: Backend | None = None, schedules: in
                                  f"expected balance {START - 10}; {saw}.")
 
     def bad_input() -> None:
-        table = new_wallet()
-        for amount in (-5, 2.5):
-            expect_bad_input(table, f"amount {amount!r}", lambda: debit(table, WALLET, amount, f"{run}-bad"))
-        before = snapshot(table)
-        result = answer(lambda: debit(table, "nobody", 10, f"{run}-nobody"))
-        if not isinstance(result, LookupError) or snapshot(table) != before:
-            saw = raised(result) if isinstance(result, Exception) else repr(result)
-            wrote = "" if snapshot(table) == before else " and wrote to the table"
-            raise Counterexample(f"a debit from a wallet that does not exist should raise WalletNotFound and write "
-                                 f"nothing, not even a marker; your debit answered {saw}{wrote}.")
+        expect_bad_debits(new_wallet(), debit, WALLET, run, not_even=", not even a marker")
 
-    held = Specification(lambda: debit_subject(debit, fresh_table(db, TABLE, sort_key="sk"), db, wallet_sort_key=True),
-                         "debit", keys_reused=False)
+    held = Specification.staged(lambda: debit_subject(debit, fresh_table(db, TABLE, sort_key="sk"), db,
+                                                      wallet_sort_key=True),
+                                name="your debit", keys_reused=False)
     return verdict(
         [late_retries, lost_responses, concurrent, bad_input, held],
         passed=lambda: f"{len(ORDERS)} late-retry orders, {schedules} lost-response schedules, {COPIES} concurrent "

@@ -10,8 +10,9 @@ not deleted, and SQS delivers it again after the visibility timeout. The checks:
 1. seeded runs with producer resends and crashes before DeleteMessage;
 2. 16 concurrent deliveries of one message;
 3. each of DynamoDB's failure answers once, on the consumer's first write
-   (`helpers/dynamodb_errors.py`): a TransactionConflict (on either action), throttling,
-   a transaction in progress, a 500 with and without the write applied. Only the marker's
+   (`helpers/dynamodb_errors.py`'s ANSWERS): a TransactionConflict (on either action), throttling,
+   a transaction in progress (the request with that token not committing, and committing), a 500
+   with and without the write applied. Only the marker's
    own failed condition means "already applied"; a consumer that reads any other
    cancellation as success deletes a message whose payment was never made;
 4. a message with a bad amount: a clear error, nothing written;
@@ -35,20 +36,12 @@ from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import (
-    CONFLICT,
-    ERROR_500_APPLIED,
-    ERROR_500_NOT_APPLIED,
-    IN_PROGRESS,
-    THROTTLED,
-    THROTTLING,
-    ErrorResponses,
-)
+from ..dynamodb_errors import IN_PROGRESS, ErrorResponses
 from ..fidelity.sqs_clock import use_virtual_time
 from ..services.queues import fresh_queue
 from ..tables import fresh_table, open_wallet, read_balance
-from .specified import broken, held
-from .verdict import Counterexample, Verdict, raised, verdict
+from .specified import Specification
+from .verdict import Counterexample, Verdict, failure_answers, raised, verdict, wallet_table
 
 QueueConsumer = Callable[[Any, dict[str, Any]], Any]
 START, AMOUNT, PAYMENTS, VISIBILITY_TIMEOUT = 100, 5, 4, 30
@@ -56,15 +49,8 @@ MAX_DELIVERIES = 40          # a consumer that never lets a message go is stoppe
 HISTORIES = 30               # generated histories for the specification's check (about 2 s on moto)
 
 # (kind, which action of a transaction carries the conflict, how a counterexample names the answer)
-ANSWERS = [
-    (CONFLICT, -1, "TransactionConflict on its last action (nothing written)"),
-    (CONFLICT, 0, "TransactionConflict on its first action (nothing written)"),
-    (THROTTLED, -1, "ProvisionedThroughputExceededException (nothing written)"),
-    (THROTTLING, -1, "ThrottlingException (nothing written)"),
-    (IN_PROGRESS, -1, "TransactionInProgressException (nothing written)"),
-    (ERROR_500_NOT_APPLIED, -1, "InternalServerError, a 500 (nothing written)"),
-    (ERROR_500_APPLIED, -1, "InternalServerError, a 500 (after the write was applied)"),
-]
+ANSWERS = failure_answers("its first action", "its last action")
+INJECTED = "redeliveries, lost responses and DynamoDB's failure answers"
 
 
 def _answered(outcome: Any) -> str:
@@ -113,9 +99,7 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
     sqs = db.sqs()
 
     def fresh() -> Any:
-        table = fresh_table(db, "exercise-07")
-        open_wallet(table, "w", START)
-        return table
+        return wallet_table(db, "exercise-07", "w", START)
 
     def runs() -> None:
         for seed in range(schedules):
@@ -193,18 +177,11 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
         if read_balance(table, "w") != START:
             raise Counterexample("the message with a bad amount changed the balance; it should write nothing.")
 
-    held_by: list[Any] = []
-
-    def specification() -> None:
-        held_by.append(consumer_held(consumer, db=db, histories=histories))
-        broken(held_by[-1])
-
-    found = verdict([runs, concurrent, dynamodb_answers, bad_input, specification], (
-        f"{schedules} runs with crashes and resends, 16 concurrent deliveries,\n"
-        f"{len(ANSWERS)} of DynamoDB's failure answers and bad input all handled;"))
-    if found.passed:
-        found.message += f"\nyour consumer {held(held_by[-1])}."
-    return found
+    held = Specification(lambda: consumer_held(consumer, db=db, histories=histories), injected=INJECTED,
+                         within=("one payload per operation ID",))
+    return verdict([runs, concurrent, dynamodb_answers, bad_input, held], passed=lambda: (
+        f"{schedules} runs with crashes and resends, 16 concurrent deliveries, {len(ANSWERS)} of DynamoDB's failure "
+        f"answers and bad input all handled. {held.passed()}"))
 
 
 # --- issue 23: the consumer as a handler, held to the specification ---------------------------------------------

@@ -30,27 +30,16 @@ from botocore.exceptions import ClientError
 
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import (
-    CONFLICT,
-    ERROR_500_APPLIED,
-    ERROR_500_NOT_APPLIED,
-    IN_PROGRESS,
-    IN_PROGRESS_APPLIED,
-    THROTTLED,
-    THROTTLING,
-    ErrorResponses,
-    answer_of,
-)
+from ..dynamodb_errors import CONFLICT, ErrorResponses, answer_of
 from ..tables import fresh_table, read_item
 from ..wire import watch_answers
-from .display import shown_by_line
+from .specified import Specification, debit_subject
 from .verdict import (
     Counterexample,
-    Specification,
     Verdict,
     answer,
-    debit_subject,
     expect_bad_input,
+    failure_answers,
     raised,
     run_prefix,
     snapshot,
@@ -64,16 +53,7 @@ ENDLESS = 50                 # a conflict that "never ends" lasts this many send
 SUCCESS = ("applied", "already applied")
 
 # (kind, which action of the transaction carries the conflict, how a counterexample names the answer)
-ANSWERS = [
-    (CONFLICT, 0, "TransactionConflict on the wallet (action 0): nothing written"),
-    (CONFLICT, 1, "TransactionConflict on the marker (action 1): nothing written"),
-    (THROTTLED, -1, "ProvisionedThroughputExceededException: nothing written"),
-    (THROTTLING, -1, "ThrottlingException: nothing written"),
-    (IN_PROGRESS, -1, "TransactionInProgressException, the request with that token not committing"),
-    (IN_PROGRESS_APPLIED, -1, "TransactionInProgressException, the request with that token committing"),
-    (ERROR_500_NOT_APPLIED, -1, "InternalServerError (500), the write not applied"),
-    (ERROR_500_APPLIED, -1, "InternalServerError (500) after the write was applied"),
-]
+ANSWERS = failure_answers("the wallet (action 0)", "the marker (action 1)")
 
 
 def _said(result: Any) -> str:
@@ -86,7 +66,6 @@ def _said(result: Any) -> str:
     return f"answered {result!r}"[:60]
 
 
-@shown_by_line
 def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
     """Does `pay(table, wallet_id, amount, request_id)` pay once, whatever DynamoDB answers? A `Verdict`."""
     db = db or connect()
@@ -189,9 +168,9 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
         for amount in (-5, 2.5):
             expect_bad_input(table, f"amount {amount!r}", lambda: pay(table, wallet_id, amount, "pay-bad"))
 
-    held = Specification(lambda: debit_subject(pay, fresh_table(db, TABLE, sort_key="sk"), db, wallet_sort_key=True,
-                                               writes=2),
-                         "pay", keys_reused=False)
+    held = Specification.staged(lambda: debit_subject(pay, fresh_table(db, TABLE, sort_key="sk"), db,
+                                                      wallet_sort_key=True, writes=2),
+                                name="your pay", keys_reused=False)
     return verdict(
         [plain, missing_wallet, failure_answers, endless_conflict, not_a_number, concurrent, bad_input, held],
         passed=lambda: f"plain payments and a duplicate, a missing wallet, {len(ANSWERS)} of DynamoDB's failure "

@@ -33,14 +33,14 @@ from typing import Any
 from ..dynamodb_errors import CONFLICT, ErrorResponses
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
-from .display import shown
-from .specified import broken, held
+from .specified import Specification
 from .verdict import Counterexample, Verdict, answer, verdict
 
 Pay = Callable[[str, dict, str], Any]
 
 WALLET, AMOUNT, OPENED_WITH, API_KEY, OWNER = "exercise-09", 10, 1000, "sk_test_alice", "acct_alice"
 HISTORIES = 20               # generated histories of payments through the reader's client
+INJECTED = "lost responses, DynamoDB's failure answers and the provider down"
 
 
 def open_wallet(wallets: Any, wallet_id: str, balance: int) -> None:
@@ -48,7 +48,6 @@ def open_wallet(wallets: Any, wallet_id: str, balance: int) -> None:
     wallets.put_item(Item={"pk": wallet_id, "balance": balance, "owner": OWNER})
 
 
-@shown
 def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wallets: Any, provider: Any,
                           schedules: int = 4, histories: int = HISTORIES) -> Verdict:
     """Does `pay(url, payment, api_key)` pay once under lost responses and 503s, and stop on a 400? A `Verdict`."""
@@ -73,37 +72,39 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         return (debits() == 1 and charges == 1 and isinstance(result, dict)
                 and result.get("id") == provider.made[-1].charge_id)
 
-    def lost_responses() -> None:
-        for seed in range(schedules):
-            open_wallet(wallets, WALLET, OPENED_WITH)
-            before = provider.charges
-            faults.restart(p=0.5, seed=seed, at=[0], how="close")
-            try:
-                result = answer(lambda: pay(url, payment(), API_KEY))
-                lost, sent = list(faults.lost), faults.sent
-            finally:
-                faults.restart()
-            if not paid_once(result, before):
-                raise Counterexample(
-                    f"one payment of {AMOUNT}, responses of requests {lost} lost (seed {seed}; {sent} requests "
-                    f"sent): the wallet was debited {debits()} times and the provider charged "
-                    f"{provider.charges - before} times, your client answered {described(result, before)}; "
-                    f"expected one debit, one charge and the 201's body.")
-
-    def conflict() -> None:
+    def paid_once_under(arm: Callable[[], Any], story: Callable[[], str]) -> None:
+        """One payment with `arm()`'s faults on (it returns what takes them off): made once, or `story()` tells."""
         open_wallet(wallets, WALLET, OPENED_WITH)
         before = provider.charges
-        faults.restart()
-        errors = ErrorResponses(at={0: CONFLICT}).install(wallets)
+        disarm = arm()
         try:
             result = answer(lambda: pay(url, payment(), API_KEY))
+            told = story()                                   # before the faults are off: it may read them
         finally:
-            errors.uninstall()
+            disarm()
         if not paid_once(result, before):
             raise Counterexample(
-                f"DynamoDB cancelled the first debit (TransactionConflict) and the server answered 503 with "
-                f"Retry-After: the wallet was debited {debits()} times after {faults.sent} requests, your client "
-                f"answered {described(result, before)}; expected it to resend and the payment made once.")
+                f"{told}: the wallet was debited {debits()} times and the provider charged {provider.charges - before} "
+                f"times, your client answered {described(result, before)}; expected one debit, one charge and the "
+                "201's body.")
+
+    def lost_responses() -> None:
+        for seed in range(schedules):
+            def lose(seed: int = seed) -> Callable[[], None]:
+                faults.restart(p=0.5, seed=seed, at=[0], how="close")
+                return faults.restart
+
+            def story(seed: int = seed) -> str:
+                return (f"one payment of {AMOUNT}, responses of requests {list(faults.lost)} lost "
+                        f"(seed {seed}; {faults.sent} requests sent)")
+
+            paid_once_under(lose, story)
+
+    def conflict() -> None:
+        faults.restart()                                      # no response lost
+        paid_once_under(lambda: ErrorResponses(at={0: CONFLICT}).install(wallets).uninstall,
+                        lambda: "DynamoDB cancelled the first debit (TransactionConflict), the server answered 503 "
+                                f"with Retry-After, and your client sent {faults.sent} requests")
 
     def refused() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
@@ -115,20 +116,13 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
                 f"a payment of 0 is refused with a 400 (nothing to retry): your client sent {faults.sent} requests "
                 f"and answered {described(result, before)}; expected one request and an exception.")
 
-    held_by: list[Any] = []
-
-    def specification() -> None:
-        held_by.append(client_held(pay, histories=histories))
-        broken(held_by[-1])
-
-    found = verdict(
-        [lost_responses, conflict, refused, specification],
-        passed=f"{schedules} lost-response schedules, a 503 from a cancelled debit and a refused payment all "
-               "handled: each payment made once.",
+    held = Specification(lambda: client_held(pay, histories=histories), injected=INJECTED,
+                         within=("a key of its own per payment",))
+    return verdict(
+        [lost_responses, conflict, refused, held],
+        passed=lambda: f"{schedules} lost-response schedules, a 503 from a cancelled debit and a refused payment all "
+                       f"handled: each payment made once. {held.passed()}",
     )
-    if found.passed:
-        found.message += f" Your client {held(held_by[-1])}."
-    return found
 
 
 # --- issue 23: the client as the subject, held to the specification ---------------------------------------------

@@ -32,12 +32,13 @@ from ..clock import VirtualClock
 from ..concurrency import race
 from ..postgres import Postgres, postgres
 from ..services.payment_provider import PaymentProvider
-from .specified import broken, held, namespace_of
+from .specified import Specification, namespace_of
 from .verdict import Counterexample, Verdict, answer, raised, verdict
 
 Deliver = Callable[[Any, PaymentProvider], Any]
 HISTORIES = 20               # generated histories for notebook 10's pay drained by the reader's worker
 ROUNDS, CALLS_PER_ROUND = 4, 12
+INJECTED = "the provider down"
 
 OUTBOX = """
 CREATE TABLE outbox (
@@ -186,12 +187,6 @@ def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers
             raise Counterexample(f"An empty outbox: expected False and no provider call,\ngot {result!r} "
                                  f"and {provider.calls} provider call(s).")
 
-    held_by: list[Any] = []
-
-    def specification() -> None:
-        held_by.append(worker_held(deliver, histories=histories))
-        broken(held_by[-1])
-
     try:
         found = verdict(
             [one_worker,
@@ -199,17 +194,15 @@ def check_outbox_worker(deliver: Deliver, *, pg: Postgres | None = None, workers
              dies("die after", "died just after the provider charged (its connection ended);"),
              dies("fail", "found the provider down (ProviderDown raised, nothing charged);"),
              many_workers, empty],
-            passed="every payment charged exactly once and recorded -- after a worker died before\n"
-                   "and after the charge, a provider failure, and eight workers at once.")
+            passed="every payment charged exactly once and recorded -- after a worker died before and after the "
+                   "charge, a provider failure, and eight workers at once.")
     finally:
         with pg.connect(schema="public", counted=False) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     if not found.passed:
         return found
-    found = verdict([specification], passed=found.message)
-    if found.passed:
-        found.message += f"\nNotebook 10's pay with your worker {held(held_by[-1])}."
-    return found
+    held = Specification(lambda: worker_held(deliver, histories=histories), injected=INJECTED)
+    return verdict([held], passed=lambda: f"{found.message} {held.passed()}")
 
 
 # --- issue 23: notebook 10's pay, its outbox drained by the reader's worker, held to the specification ----------

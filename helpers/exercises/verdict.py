@@ -4,14 +4,14 @@ A checker runs a list of checks. A check that finds a problem raises
 `Counterexample` with one concrete story (the schedule, what was expected,
 what happened); `verdict()` turns the first one into a NOT YET verdict. The
 reader's own errors are caught and reported, never propagated, so an unsolved
-exercise does not stop "Run All".
+exercise does not stop "Run All". The last check of every exercise is a
+`helpers.exercises.specified.Specification`: the reader's answer held to the
+collection's specification, told the same way in every exercise.
 
-The last check of lessons 00-05 and 08 is `Specification`: after the scenarios
-that give a specific hint, the reader's function goes through the collection's
-one checker (`helpers.checker.check_handler`), which generates histories with
-lost responses and DynamoDB's failure answers injected and holds it to
-`helpers.specification`'s properties. A broken one is told in one sentence,
-with the shortest history found.
+A `Verdict` prints and displays wrapped to GitHub's width (`WIDTH` characters a
+line), each line of its message on its own: a counterexample's sentence runs on
+as one paragraph in `message` (so code can search it), and the shortest history
+after it keeps its numbered lines.
 """
 
 from __future__ import annotations
@@ -24,14 +24,23 @@ from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
+from ..dynamodb_errors import ALL_KINDS, ANSWERS, APPLIED, CONFLICT
+from ..tables import fresh_table, open_wallet
+
+WIDTH = 100           # characters a line: what GitHub shows of a notebook's output
+
 
 @dataclass
 class Verdict:
+    """PASS, or NOT YET with one counterexample: `message` as the checker wrote it, `str()` wrapped to `WIDTH`."""
+
     passed: bool
     message: str
 
     def __str__(self) -> str:
-        return ("PASS: " if self.passed else "NOT YET: ") + self.message
+        said = ("PASS: " if self.passed else "NOT YET: ") + self.message
+        return "\n".join(textwrap.fill(line, WIDTH, break_long_words=False, break_on_hyphens=False)
+                         for line in said.splitlines())
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
@@ -49,93 +58,6 @@ def verdict(checks: Iterable[Callable[[], None]], passed: str | Callable[[], str
     except Counterexample as found:
         return Verdict(False, str(found))
     return Verdict(True, passed if isinstance(passed, str) else passed())
-
-
-# (steps, histories): one-request histories first, so that a fault one request meets is shown alone, then longer
-STAGES = ((1, 10), (4, 40))
-SHRINK = 20           # histories the search may spend shortening a counterexample (then: the shortest found)
-GLOSS = {             # each property in a few words, for the sentence that says which one broke
-    "once": "each request takes effect once, and exactly once if it was answered success",
-    "bound to its payload": "a request ID takes effect for one payload only",
-    "truthful": "a success means the write is there; an answer that says nothing was written means nothing was",
-    "live": "a request sent again gets a final answer",
-}
-
-
-class Specification:
-    """A check: the reader's function through `helpers.checker.check_handler`, over generated histories.
-
-    `subject()` makes the checker's subject (a `DebitSubject` or a `RecordSubject` on a fresh table), when the
-    check runs; `noun` names the function in the sentence ("debit"); `options` go to `check_handler`
-    (`keys_reused`, `one_at_a_time`: what the lesson's design promises). The histories are short, few and
-    derandomized (`STAGES`): the same on every run and every backend, within a notebook's second or two.
-    After a PASS, `passed()` says which properties held over how many histories.
-    """
-
-    def __init__(self, subject: Callable[[], Any], noun: str, **options: Any) -> None:
-        self.subject, self.noun, self.options = subject, noun, options
-        self.held: Any = None
-
-    def __call__(self) -> None:
-        from ..checker import check_handler  # hypothesis: imported when a checker first needs it
-
-        subject = self.subject()
-        for steps, histories in STAGES:
-            held = check_handler(subject, histories=histories, steps=steps, shrink=SHRINK, **self.options)
-            if held.broken is not None:
-                raise Counterexample(self.story(held))
-        self.held = held
-
-    def story(self, held: Any) -> str:
-        lines = [f"with lost responses and DynamoDB's failure answers injected (generated histories), your "
-                 f"{self.noun} breaks '{held.broken}' ({GLOSS[held.broken]}): {held.sentence}.",
-                 "The shortest history found:"]
-        for n, step in enumerate(held.history, 1):
-            said = step["said"] + (f" ({step['when']})" if step.get("when") else "")
-            lines += textwrap.wrap(f"{n}. {said}", 100, initial_indent="  ", subsequent_indent="     ",
-                                   break_long_words=False, break_on_hyphens=False)
-        return "\n".join(lines)
-
-    def passed(self) -> str:
-        held, restricted = self.held, []
-        if not self.options.get("keys_reused", True):
-            restricted.append("one payload per request ID")
-        if self.options.get("one_at_a_time"):
-            restricted.append("one request at a time")
-        within = f" ({', '.join(restricted)})" if restricted else ""
-        return (f"Held to the specification over {held.histories} generated histories with lost responses and "
-                f"DynamoDB's failure answers injected{within}: {_and(held.holds)}.")
-
-
-def debit_subject(debit: Callable[..., Any], table: Any, db: Any, *, name: str | None = None,
-                  success: tuple[Any, ...] = ("applied", "already applied"), refused: tuple[Any, ...] = (),
-                  wallet_sort_key: bool = False, writes: int = 1, opening: dict[str, int] | None = None) -> Any:
-    """The checker's `DebitSubject` for an exercise's `debit(table, wallet_id, amount, request_id)`, on `table`.
-
-    A return value in `success` is a success; one in `refused` a refusal (nothing taken, told so); anything
-    else, or an error, says nothing -- the caller sends again. With `wallet_sort_key` the wallet is the item
-    ``pk=wallet_id, sk="wallet"`` (notebooks 04, 05, 08). Faults fall on the request's first `writes` writes
-    (more than one for a function that resends by itself), each drawn alike; no leases, no retention windows.
-    """
-    from ..subjects import DebitSubject
-
-    def answer(result: Any, payload: dict[str, Any]) -> Any:
-        if any(result == said for said in success):
-            return {"status": 200, "body": "{}"}      # one body for every success: a replay is the first answer
-        if any(result == said for said in refused):
-            return {"status": 402, "body": "{}", "said": repr(result)}   # refused, nothing taken (a 4xx: final)
-        return result
-
-    def key(wallet_id: str) -> dict[str, str]:
-        return {"pk": wallet_id, "sk": "wallet"} if wallet_sort_key else {"pk": wallet_id}
-
-    subject = DebitSubject(debit, name=name, answer=answer, table=table, db=db, key=key, opening=opening)
-    subject.writes, subject.faults_alike, subject.waits = writes, True, False
-    return subject
-
-
-def _and(words: list[str]) -> str:
-    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
 def answer(call: Callable[[], Any]) -> Any:
@@ -162,15 +84,47 @@ def raised(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def said(result: Any) -> str:
+    """What the reader's function answered (repr) or raised (`raised`), for a counterexample."""
+    return raised(result) if isinstance(result, BaseException) else repr(result)
+
+
 def run_prefix() -> str:
     """A prefix for request IDs that must not repeat between checker runs (never printed)."""
     return uuid.uuid4().hex[:8]
+
+
+def wallet_table(db: Any, name: str, wallet_id: str, balance: int, **options: Any) -> Any:
+    """A fresh table `name` (`options` go to `helpers.tables.fresh_table`) holding one wallet with `balance`."""
+    table = fresh_table(db, name, **options)
+    open_wallet(table, wallet_id, balance)
+    return table
 
 
 def snapshot(table: Any) -> list[dict[str, Any]]:
     """Every item in the table, in key order (strongly consistent)."""
     items = table.scan(ConsistentRead=True)["Items"]
     return sorted(items, key=lambda item: sorted((k, str(v)) for k, v in item.items() if k in ("pk", "sk")))
+
+
+def expect_not_found(table: Any, call: Callable[[], Any], expected: str, who: str) -> None:
+    """`call()`, a write for a wallet that does not exist, must raise LookupError (WalletNotFound is one) and leave
+    `table` as it was; else the counterexample is `expected`, then what `who` ("your debit") answered."""
+    before = snapshot(table)
+    result = answer(call)
+    wrote = snapshot(table) != before
+    if not isinstance(result, LookupError) or wrote:
+        raise Counterexample(f"{expected}; {who} answered {said(result)}{' and wrote to the table' if wrote else ''}.")
+
+
+def expect_bad_debits(table: Any, debit: Callable[..., Any], wallet_id: str, request_id: str, *,
+                      not_even: str = "") -> None:
+    """`debit(table, wallet_id, amount, request_id)` must refuse a negative and a fractional amount (ValueError) and
+    a wallet that does not exist (WalletNotFound), writing nothing (`not_even`: ", not even a marker")."""
+    for amount in (-5, 2.5):
+        expect_bad_input(table, f"amount {amount!r}", lambda: debit(table, wallet_id, amount, f"{request_id}-bad"))
+    expect_not_found(table, lambda: debit(table, "nobody", 10, f"{request_id}-nobody"), "a debit from a wallet that "
+                     f"does not exist should raise WalletNotFound and write nothing{not_even}", "your debit")
 
 
 def expect_bad_input(table: Any, label: str, call: Callable[[], Any]) -> None:
@@ -183,3 +137,19 @@ def expect_bad_input(table: Any, label: str, call: Callable[[], Any]) -> None:
         raise Counterexample(f"{label} should raise ValueError (such as BadInput), got {raised(result)}")
     if snapshot(table) != before:
         raise Counterexample(f"{label} changed the table; bad input should write nothing.")
+
+
+def failure_answers(first: str, last: str) -> list[tuple[str, int, str]]:
+    """Each of DynamoDB's failure answers (`helpers.dynamodb_errors.ANSWERS`) as (kind, which action of a transaction
+    carries a conflict, how a counterexample names the answer), a conflict on the `first` action coming first:
+    ``failure_answers("the wallet (action 0)", "the marker (action 1)")``."""
+    return [(kind, item, _named(kind, first if item == 0 else last))
+            for kind, item in sorted(ANSWERS, key=lambda answer: (ALL_KINDS.index(answer[0]), answer[1] != 0))]
+
+
+def _named(kind: str, action: str) -> str:
+    if kind == CONFLICT:        # on a transaction: TransactionCanceledException, the reason at that action
+        return f"TransactionConflict on {action}: nothing written"
+    code = kind.split(" (")[0]  # a kind is the error's code without AWS's suffix (InternalServerError has none)
+    code += " (500)" if code.endswith("Error") else "Exception"
+    return f"{code}: {'the write was applied' if kind in APPLIED else 'nothing written'}"

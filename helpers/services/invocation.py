@@ -37,3 +37,20 @@ class Invocation:
     deleted: list[str] = field(default_factory=list)
     returned_to_queue: list[str] = field(default_factory=list)
     deleted_after_failure: list[str] = field(default_factory=list)  # FIFO: order broken
+
+
+def reported_failures(response: Any, identifiers: list[str]) -> list[str] | None:
+    """The `batchItemFailures` a batch handler reported, in the batch's order; None if its answer is invalid.
+
+    Lambda's SQS and stream pollers both read this shape: ``{"batchItemFailures": [{"itemIdentifier": id}]}``,
+    where an id is one of the batch's (a message ID, a sequence number). No answer (None) reports none.
+    """
+    if response is None:
+        return []
+    if not isinstance(response, dict):
+        return None
+    failed = [f.get("itemIdentifier") if isinstance(f, dict) else None
+              for f in response.get("batchItemFailures") or []]
+    if any(not i or i not in identifiers for i in failed):
+        return None
+    return sorted(failed, key=identifiers.index)

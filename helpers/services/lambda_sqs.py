@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .invocation import Invocation
+from .invocation import Invocation, reported_failures
 
 MAX_BATCH_STANDARD = 10_000
 MAX_BATCH_FIFO = 10
@@ -108,7 +108,7 @@ class LambdaPoller:
             invocation.returned_to_queue = ids
             return invocation
         invocation.body = response
-        failed = self._failed_ids(response, ids) if self.report_batch_item_failures else []
+        failed = reported_failures(response, ids) if self.report_batch_item_failures else []
         if failed is None:  # an invalid response fails the whole batch
             invocation.error = "invalid batchItemFailures"
             invocation.returned_to_queue = ids
@@ -125,17 +125,6 @@ class LambdaPoller:
                 invocation.deleted_after_failure.append(message["MessageId"])
         invocation.returned_to_queue = [i for i in ids if i in failed]
         return invocation
-
-    @staticmethod
-    def _failed_ids(response: Any, ids: list[str]) -> list[str] | None:
-        """The message IDs the response reports as failed; None if the response is invalid."""
-        if response is None:
-            return []
-        if not isinstance(response, dict):
-            return None
-        failed = [f.get("itemIdentifier") if isinstance(f, dict) else None
-                  for f in response.get("batchItemFailures") or []]
-        return None if any(not i or i not in ids for i in failed) else failed
 
 
 def _record(message: dict[str, Any]) -> dict[str, Any]:

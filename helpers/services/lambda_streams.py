@@ -42,6 +42,7 @@ import boto3
 import botocore.session
 
 from ..backends import _FAKE_CREDENTIALS, _IGNORE_LOCAL_AWS_CONFIG, REGION
+from .invocation import reported_failures
 
 DEFAULT_BATCH_SIZE = 100
 MAX_BATCH_SIZE = 10_000
@@ -151,7 +152,7 @@ class StreamPoller:
         event = {"Records": [{**r, "eventSourceARN": self.stream_arn} for r in records]}
         try:
             batch.response = self.handler(event, None)
-            failed = self._failed(batch.response, numbers) if self.report_batch_item_failures else []
+            failed = reported_failures(batch.response, numbers) if self.report_batch_item_failures else []
         except Exception as error:  # the function failed: the whole batch comes back
             batch.error, failed = f"{type(error).__name__}: {error}", numbers
         if failed is None:
@@ -177,16 +178,3 @@ class StreamPoller:
             self.sizes.insert(0, len(rest))
         batch.retried = rest
         return batch
-
-    @staticmethod
-    def _failed(response: Any, numbers: list[str]) -> list[str] | None:
-        """The reported sequence numbers, lowest first; None if the response is invalid."""
-        if response is None:
-            return []
-        if not isinstance(response, dict):
-            return None
-        failed = [f.get("itemIdentifier") if isinstance(f, dict) else None
-                  for f in response.get("batchItemFailures") or []]
-        if any(not n or n not in numbers for n in failed):
-            return None
-        return sorted(failed, key=numbers.index)
