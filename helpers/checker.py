@@ -61,6 +61,7 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from .dynamodb_errors import DISTINCT_KINDS
+from .fidelity.search_constants import without_local_constants
 from .specification import (
     BOUND,
     FINAL,
@@ -607,7 +608,7 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
                       database=None, verbosity=Verbosity.quiet, report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck),
                       phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
-    with subject.installed():
+    with subject.installed(), without_local_constants():   # the histories do not hang on the project's literals
         try:
             run_state_machine_as_test(machine, settings=config)
         except (Violation, Flaky, BaseExceptionGroup) as error:

@@ -241,3 +241,29 @@ def test_dynamodb_local_proxy_server_holds_its_jetty_server_in_a_field_named_ser
     assert re.search(r"org\.eclipse\.jetty\.server\.Server server;", listing), broken(
         "DynamoDB Local", "DynamoDBProxyServer.server (a private org.eclipse.jetty.server.Server)",
         "helpers/fidelity/java/LoopbackDynamoDBLocal.java")
+
+
+def test_hypothesis_draws_local_constants_through_one_function():
+    from hypothesis.internal.conjecture import providers
+
+    hook = "providers._get_local_constants() and providers.CONSTANTS_CACHE (an LRUCache with .cache)"
+    user = "helpers/fidelity/search_constants.py (the checker's histories, independent of the project's literals)"
+    pinned = _version("hypothesis")
+    assert callable(getattr(providers, "_get_local_constants", None)), f"hypothesis {pinned}: {hook}; {user}"
+    assert hasattr(providers.CONSTANTS_CACHE, "cache"), f"hypothesis {pinned}: {hook}; {user}"
+    assert "_get_local_constants()" in inspect.getsource(providers.HypothesisProvider), \
+        f"hypothesis {pinned}: HypothesisProvider no longer asks {hook}; {user}"
+
+
+def test_without_local_constants_the_pool_is_empty_and_comes_back_after(tmp_path, monkeypatch):
+    from hypothesis.internal.conjecture import providers
+
+    from helpers.fidelity.search_constants import without_local_constants
+
+    (tmp_path / "literals_here.py").write_text("NUMBERS = (4242, 4343, 'a literal of the project')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("literals_here")                     # a module of "the project", with literals
+    assert 4242 in providers._get_local_constants().integers
+    with without_local_constants(), without_local_constants():   # nesting is fine
+        assert len(providers._get_local_constants()) == 0
+    assert 4242 in providers._get_local_constants().integers

@@ -16,6 +16,7 @@ watcher is a helpers/wire.py layer, undone with ``uninstall()``).
     sqs_clock         moto's SQS visibility timeouts on the virtual clock
     fifo_dedup        moto's FIFO queues: AWS's 5-minute deduplication window and group order
     powertools_clock  Powertools' idempotency utility on the virtual clock
+    search_constants  hypothesis's search, without the literals of this project's source (the checker's)
     dynamodb_local    find, start and stop AWS's DynamoDB Local (its launcher is java/)
     java/             LoopbackDynamoDBLocal.java: DynamoDB Local on 127.0.0.1 only, gone with its parent
 """
