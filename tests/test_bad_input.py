@@ -168,14 +168,7 @@ def test_the_good_debit_does_write(fresh):
         assert debit.snapshot() != before, debit_id
 
 
-DECIMAL_UNSUPPORTED = {  # a known gap, kept visible: strict, so the day it is fixed this line must go
-    "11 pay_powertools": "Powertools serializes the payload with json.dumps: a Decimal is not JSON serializable",
-}
-
-
-@pytest.mark.parametrize("debit_id", [
-    pytest.param(d, marks=pytest.mark.xfail(strict=True, raises=TypeError, reason=DECIMAL_UNSUPPORTED[d]))
-    if d in DECIMAL_UNSUPPORTED else d for d in DEBITS])
+@pytest.mark.parametrize("debit_id", DEBITS)
 def test_a_whole_decimal_amount_is_accepted_like_an_int(fresh, debit_id):
     """boto3 reads every number back as a Decimal: a whole one is a good amount in every handler."""
     debit = DEBITS[debit_id]
