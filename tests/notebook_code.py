@@ -26,3 +26,15 @@ def lesson(notebook: str, **globals_: Any) -> dict[str, Any]:
     override what they need (e.g. ``table=...``) after it runs.
     """
     return run_cells(notebook, globals_, name=f"notebook:{notebook}")
+
+
+def exercise_starter(notebook: str, name: str) -> Any:
+    """The reader's function as a lesson's *Your turn* leaves it: the lesson's code, then its `exercise` cell."""
+    namespace = lesson(notebook)
+    exec(cells(notebook, "exercise")[0], namespace)
+    return namespace[name]
+
+
+def exercise_solution(notebook: str, name: str) -> Any:
+    """The same function as the exercise's solution notebook writes it."""
+    return lesson(f"solutions/{notebook.removesuffix('.ipynb')}_solution.ipynb")[name]

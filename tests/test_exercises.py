@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers.exercises import check_retry_safe_debit
 
-from notebook_code import cells, lesson
+from notebook_code import cells, exercise_solution, exercise_starter, lesson
 
 NB = "03_request_id_increments.ipynb"
 
@@ -91,14 +91,12 @@ by_lesson = pytest.mark.parametrize("n", sorted(EXERCISES))
 
 def solution(n):
     notebook, name, *_ = EXERCISES[n]
-    return lesson(f"solutions/{notebook.replace('.ipynb', '_solution.ipynb')}")[name]
+    return exercise_solution(notebook, name)
 
 
 def starter(n):
     notebook, name, *_ = EXERCISES[n]
-    namespace = lesson(notebook)
-    exec(cells(notebook, "exercise")[0], namespace)
-    return namespace[name]
+    return exercise_starter(notebook, name)
 
 
 @by_lesson

@@ -29,7 +29,7 @@ from helpers.specification import BOUND, ONCE
 from helpers.subjects import DebitSubject
 from helpers.tables import fresh_table
 
-from notebook_code import cells, lesson
+from notebook_code import exercise_solution, exercise_starter, lesson
 
 EXERCISES = {
     # lesson: (notebook, the reader's function, checker, what an error-swallowing answer says, the property it breaks,
@@ -54,14 +54,12 @@ by_lesson = pytest.mark.parametrize("n", sorted(EXERCISES))
 
 def solution(n):
     notebook, name, *_ = EXERCISES[n]
-    return lesson(f"solutions/{notebook}_solution.ipynb")[name]
+    return exercise_solution(notebook + ".ipynb", name)
 
 
 def starter(n):
     notebook, name, *_ = EXERCISES[n]
-    namespace = lesson(f"{notebook}.ipynb")
-    exec(cells(f"{notebook}.ipynb", "exercise")[0], namespace)
-    return namespace[name]
+    return exercise_starter(notebook + ".ipynb", name)
 
 
 def swallowing(n):
