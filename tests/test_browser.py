@@ -49,6 +49,8 @@ SCREENSHOTS = ROOT / "build" / "browser"
 opened: dict[str, str] = {}        # the lesson the previous test left open in Lab (through its "next →" link)
 START_TIMEOUT_S, RUN_TIMEOUT_MS, STEP_TIMEOUT_MS = 60, 180_000, 60_000
 KERNEL_START_S = 180   # CI measured a kernel start over 60 s with both tiers running on 2 cores
+VISIBLE = ".jp-NotebookPanel:not(.lm-mod-hidden)"      # the notebook in the current tab
+INDICATOR = ".jp-Notebook-ExecutionIndicator"            # its toolbar's kernel status (data-status="idle")
 HOW_TO_GET_CHROMIUM = ("no Chromium found: `sudo apt-get install chromium` (Debian, Ubuntu), `brew install --cask "
                        "chromium` (macOS), or set RETRY_CHROMIUM to a Chromium or Chrome binary; then "
                        "`make test-browser`")
@@ -117,9 +119,20 @@ class Lab:
         """What Lab asks the server when a link is followed: the document at `path` (a 404 is False)."""
         return self.api("/api/contents/" + urllib.parse.quote(path) + "?content=0")[0] == 200
 
-    def kernel_idle(self, notebook: str) -> bool:
+    def sessions(self) -> list[tuple[str, str]]:
+        """(notebook path, kernel state) of every session the server has."""
         _, sessions = self.api("/api/sessions")
-        return any(s["path"] == notebook and s["kernel"]["execution_state"] == "idle" for s in sessions or [])
+        return [(s["path"], (s.get("kernel") or {}).get("execution_state")) for s in sessions or []]
+
+    def session_of(self, notebook: str) -> bool:
+        return any(path == notebook for path, _ in self.sessions())
+
+    def kernel_idle(self, notebook: str) -> bool:
+        return (notebook, "idle") in self.sessions()
+
+    def log_tail(self, lines: int = 8) -> str:
+        log = self.root.parent / "lab.log"
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
 
     def shut_down_kernels(self) -> None:
         _, sessions = self.api("/api/sessions")
@@ -195,13 +208,25 @@ def open_notebook(page: Page, lab: Lab, path: str) -> None:
 
 
 def wait_for_kernel(page: Page, lab: Lab, path: str) -> None:
-    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.wait_for(timeout=STEP_TIMEOUT_MS)
-    deadline = time.monotonic() + KERNEL_START_S     # a loaded CI machine (two test tiers on two cores) is slow
-    while not lab.kernel_idle(path):                  # the kernel starts; if Lab asks which one, take its choice
+    """Until the notebook's kernel is idle, as the server's sessions or Lab's own indicator tell: the server only
+    learns a state from the kernel's status messages, and can miss the first one. If no session exists for the
+    notebook half-way to the deadline, ask for a kernel as a learner would (the toolbar's kernel name). A kernel
+    that never comes fails with what the server and the page showed."""
+    page.locator(f"{VISIBLE} .jp-Cell").first.wait_for(timeout=STEP_TIMEOUT_MS)
+    start = time.monotonic()                          # a loaded CI machine (two test tiers on two cores) is slow
+    asked = False
+    while not (lab.kernel_idle(path) or page.locator(f"{VISIBLE} {INDICATOR}[data-status='idle']").count()):
         select = page.locator(".jp-Dialog button", has_text=re.compile(r"^\s*Select\s*$"))
-        if select.count():
+        if select.count():                            # Lab asks which kernel: take its choice
             select.click()
-        assert time.monotonic() < deadline, f"{path}: no idle kernel after {KERNEL_START_S} s"
+        elif not asked and time.monotonic() - start > KERNEL_START_S / 2 and not lab.session_of(path):
+            page.locator(f"{VISIBLE} .jp-KernelName").first.click()
+            asked = True
+        assert time.monotonic() - start < KERNEL_START_S, (
+            f"{path}: no idle kernel after {KERNEL_START_S} s; sessions {lab.sessions()}; indicator "
+            f"{page.locator(f'{VISIBLE} {INDICATOR}').evaluate_all('all => all.map(e => e.dataset.status)')}; dialogs "
+            f"{page.locator('.jp-Dialog').all_inner_texts()}; asked for one: {asked}; lab.log ends "
+            f"{lab.log_tail()!r}")
         page.wait_for_timeout(200)
 
 
@@ -276,7 +301,7 @@ def discard_until(page: Page, done) -> None:
 
 
 def code_cell(page: Page, index: int):
-    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").nth(index)
+    return page.locator(f"{VISIBLE} .jp-CodeCell").nth(index)
 
 
 def type_into(page: Page, cell, text: str) -> None:
@@ -361,7 +386,7 @@ def test_a_core_lesson_runs_in_jupyterlab_gives_exercise_feedback_and_its_links_
         assert any(target == "README.md" for target in links.values()), f"{path} has no link to the README"
         missing = {link: target for link, target in links.items() if not lab.exists(target)}
         assert missing == {}, f"{path}: links that answer 404: {missing}"
-        header = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownCell").first
+        header = page.locator(f"{VISIBLE} .jp-MarkdownCell").first
         shown = {}
         for anchor in header.locator("a[href]").all():
             href = anchor.get_attribute("href") or ""
