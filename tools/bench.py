@@ -21,7 +21,8 @@ Markdown tables, written into the README between its bench markers (`--write`):
    its FastAPI route on uvicorn (`tools/bench_http.py`), on each backend.
 5. **One full check of a handler** (issue 23): `check_handler` on notebook 06's `pay`, its default histories,
    on moto, in a process of its own (target: within 20 seconds).
-6. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's.
+6. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's; or
+   (`--tiers-from LOG`) the same table read from a saved run's output, such as CI's log, saying so.
 7. **The install** (`--install`, `--install-only`; between the README's own install markers): from a fresh clone,
    each layer's install time, `.venv` size and package count (learner, + tests, + maintainers), and `make lab`
    until a kernel answers, with a warm pip cache.
@@ -392,20 +393,27 @@ def bench_overhead(reps: int) -> str:
 def bench_tiers() -> str:
     """`tools/run_tests.py` once (the tiers side by side): each tier's wall minutes and the whole run's."""
     log("make test (tools/run_tests.py), timed")
-    started = time.perf_counter()
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py")], cwd=ROOT, capture_output=True,
                           text=True)
-    wall = (time.perf_counter() - started) / 60
+    return tiers_table(done.stdout)
+
+
+def tiers_table(output: str, source: str = "") -> str:
+    """The tiers' table from what `tools/run_tests.py` printed: its summary (each tier, the wall, the counts)."""
     rows = ["| tier | result | minutes |", "|---|---|---:|"]
-    summary = done.stdout[done.stdout.rfind("=== summary ==="):].splitlines()[1:]
+    summary = output[output.rfind("=== summary ==="):].splitlines()[1:] if "=== summary ===" in output else []
+    wall = "?"
     for line in summary:
         name, _, rest = line.strip().partition(": ")
         if name in ("moto", "dynamodb-local"):
             result, _, took = rest.partition(" (")
             rows.append(f"| {name} | {result} | {took.removesuffix(' min)')} |")
-    closing = summary[-1] if summary else "no summary (run_tests.py failed to start)"
-    rows.append(f"| **make test, wall** | {closing} | **{wall:.1f}** |")
-    return "\n".join(rows)
+        elif name == "wall":
+            wall = rest.removesuffix(" min")
+    closing = next((line.strip() for line in summary if line.strip()[:1].isdigit() and " passed" in line),
+                   "no summary (run_tests.py failed)")
+    rows.append(f"| **make test, wall** | {closing} | **{wall}** |")
+    return "\n".join(rows) + (f"\n\n{source}" if source else "")
 
 
 def write_between(begin_marker: str, end_marker: str, text: str, what: str) -> None:
@@ -569,6 +577,8 @@ def main() -> int:
     parser.add_argument("--skip-notebooks", action="store_true")
     parser.add_argument("--skip-dynamodb-local", action="store_true")
     parser.add_argument("--tiers", action="store_true", help="also time make test, tier by tier (15+ minutes)")
+    parser.add_argument("--tiers-from", type=Path, metavar="LOG",
+                        help="the tiers' table from a saved run of tools/run_tests.py (make test, or CI's log)")
     parser.add_argument("--write", action="store_true", help="rewrite README.md's tables between the bench markers")
     parser.add_argument("--install", action="store_true",
                         help="also time and size each install layer from a fresh clone, and make lab (~5 minutes)")
@@ -633,6 +643,11 @@ def main() -> int:
                 server = None
                 os.environ.pop("RETRY_DYNAMODB_ENDPOINT", None)
             sections.append(("The test tiers (`make test`, side by side)", bench_tiers()))
+        elif args.tiers_from:
+            modified = time.strftime("%Y-%m-%d %H:%M", time.gmtime(args.tiers_from.stat().st_mtime))
+            sections.append(("The test tiers (`make test`, side by side)",
+                             tiers_table(args.tiers_from.read_text(errors="replace"),
+                                         f"From a saved run's log (finished {modified} UTC), not re-run here.")))
     finally:
         if server is not None:
             server.stop()
