@@ -28,6 +28,7 @@ import helpers.postgres as postgres_module
 from helpers.postgres import (
     ENV_URL,
     NO_EMBEDDED_POSTGRES,
+    THROWAWAY_SETTINGS,
     BadSchemaName,
     Postgres,
     PostgresUnavailable,
@@ -167,6 +168,14 @@ def test_retry_postgres_url_is_used_as_it_is_nothing_started_nothing_stopped():
     with ours.connect(schema="test_10_child", counted=False) as conn:    # the child wrote to that very server,
         assert conn.execute("SELECT n FROM seen").fetchall() == [(1,)]   # and stopping it stopped nothing
         conn.execute("DROP SCHEMA test_10_child CASCADE")
+
+
+@needs_embedded
+def test_the_embedded_servers_commits_do_not_wait_for_the_disk():
+    """Its folder is thrown away with it: synchronous_commit and fsync are off (THROWAWAY_SETTINGS)."""
+    with postgres().admin() as conn:
+        assert {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in THROWAWAY_SETTINGS} == {
+            name: "off" for name in THROWAWAY_SETTINGS}
 
 
 def test_a_url_where_no_postgres_answers_is_a_clear_error():
