@@ -29,6 +29,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -81,6 +82,7 @@ if (_reason := _unavailable()) is not None:
     pytest.skip(_reason, allow_module_level=True)
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 
 # --- the lab, as `make lab` starts it, on a copy of the collection -----------------------------------------
@@ -127,9 +129,6 @@ class Lab:
     def session_of(self, notebook: str) -> bool:
         return any(path == notebook for path, _ in self.sessions())
 
-    def kernel_idle(self, notebook: str) -> bool:
-        return (notebook, "idle") in self.sessions()
-
     def log_tail(self, lines: int = 8) -> str:
         log = self.root.parent / "lab.log"
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
@@ -157,14 +156,19 @@ def lab(tmp_path_factory):
         path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+    # Kernels talk to Lab over Unix sockets in a short runtime folder (a socket path has ~100 characters at most),
+    # not TCP: a TCP port is picked free, then bound by the kernel, and another test's kernel can take it between
+    # the two (the kernel then dies, and Lab restarts it on the same ports). The rest is `make lab`'s own.
+    runtime = Path(tempfile.mkdtemp(prefix="lab-"))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(runtime),
                JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
                RETRY_BACKEND=os.environ.get("RETRY_BACKEND", "moto"), PYTHONHASHSEED="0")
     port, token = free_port(), secrets.token_hex(16)
     log = open(home / "lab.log", "w+")
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", *make_lab_flags(), "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"],
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+         "--KernelManager.transport=ipc"],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     server = Lab(root, port, token)
     try:
@@ -173,6 +177,9 @@ def lab(tmp_path_factory):
     finally:
         stop(process, timeout=20)
         log.close()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(home / "lab.log", SCREENSHOTS / "lab.log")     # beside the screenshots, for a failure's story
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _answers(server: Lab) -> bool:
@@ -207,15 +214,23 @@ def open_notebook(page: Page, lab: Lab, path: str) -> None:
     wait_for_kernel(page, lab, path)
 
 
+def kernel_idle(page: Page, lab: Lab, path: str) -> bool:
+    """The notebook has a session, and the server says its kernel is idle, or Lab's own indicator does (the
+    server learns a state from the kernel's status messages, and can miss one). Without a session the
+    indicator says idle too, before any kernel exists: it counts only once the session does."""
+    state = dict(lab.sessions()).get(path)
+    shown = page.locator(f"{VISIBLE} {INDICATOR}[data-status='idle']").count() > 0
+    return state == "idle" or (state is not None and shown)
+
+
 def wait_for_kernel(page: Page, lab: Lab, path: str) -> None:
-    """Until the notebook's kernel is idle, as the server's sessions or Lab's own indicator tell: the server only
-    learns a state from the kernel's status messages, and can miss the first one. If no session exists for the
-    notebook half-way to the deadline, ask for a kernel as a learner would (the toolbar's kernel name). A kernel
-    that never comes fails with what the server and the page showed."""
+    """Until the notebook's kernel is idle. If no session exists for the notebook half-way to the deadline, ask
+    for a kernel as a learner would (the toolbar's kernel name). A kernel that never comes fails with what the
+    server and the page showed."""
     page.locator(f"{VISIBLE} .jp-Cell").first.wait_for(timeout=STEP_TIMEOUT_MS)
     start = time.monotonic()                          # a loaded CI machine (two test tiers on two cores) is slow
     asked = False
-    while not (lab.kernel_idle(path) or page.locator(f"{VISIBLE} {INDICATOR}[data-status='idle']").count()):
+    while not kernel_idle(page, lab, path):
         select = page.locator(".jp-Dialog button", has_text=re.compile(r"^\s*Select\s*$"))
         if select.count():                            # Lab asks which kernel: take its choice
             select.click()
@@ -223,27 +238,37 @@ def wait_for_kernel(page: Page, lab: Lab, path: str) -> None:
             page.locator(f"{VISIBLE} .jp-KernelName").first.click()
             asked = True
         assert time.monotonic() - start < KERNEL_START_S, (
-            f"{path}: no idle kernel after {KERNEL_START_S} s; sessions {lab.sessions()}; indicator "
-            f"{page.locator(f'{VISIBLE} {INDICATOR}').evaluate_all('all => all.map(e => e.dataset.status)')}; dialogs "
-            f"{page.locator('.jp-Dialog').all_inner_texts()}; asked for one: {asked}; lab.log ends "
-            f"{lab.log_tail()!r}")
+            f"{path}: no idle kernel after {KERNEL_START_S} s; asked for one: {asked}; {story(page, lab)}")
         page.wait_for_timeout(200)
+
+
+def story(page: Page, lab: Lab) -> str:
+    """What the server and the page show now, for a failure's message."""
+    shown = page.locator(f"{VISIBLE} {INDICATOR}").evaluate_all("all => all.map(e => e.dataset.status)")
+    return (f"sessions {lab.sessions()}; indicator {shown}; dialogs {page.locator('.jp-Dialog').all_inner_texts()}; "
+            f"lab.log ends {lab.log_tail()!r}")
 
 
 def wait_until_run(page: Page, lab: Lab, path: str, cells: list[int] | None = None) -> None:
     """Nothing is queued or running any more (no `[*]` prompt), the first cell looked at (every code cell, or
     those given by index among the code cells) has run, and the kernel is idle. A cell that raised stops Run
     All: the cells after it keep an empty prompt, and the saved notebook tells which."""
-    page.wait_for_function(
-        """(wanted) => {
-            const prompts = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell')]
-                .map(cell => cell.querySelector('.jp-InputPrompt').textContent);
-            const looked = wanted === null ? prompts : wanted.map(i => prompts[i]);
-            return looked.length > 0 && /\\[\\d+\\]/.test(looked[0]) && !prompts.some(t => t.includes('*'));
-        }""", arg=cells, timeout=RUN_TIMEOUT_MS)
+    try:
+        page.wait_for_function(
+            """(wanted) => {
+                const prompts = [...document.querySelectorAll(
+                    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell')].map(
+                    cell => cell.querySelector('.jp-InputPrompt').textContent);
+                const looked = wanted === null ? prompts : wanted.map(i => prompts[i]);
+                return looked.length > 0 && /\\[\\d+\\]/.test(looked[0]) && !prompts.some(t => t.includes('*'));
+            }""", arg=cells, timeout=RUN_TIMEOUT_MS)
+    except PlaywrightTimeout:
+        prompts = page.locator(f"{VISIBLE} .jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        raise AssertionError(f"{path}: not run after {RUN_TIMEOUT_MS // 1000} s; prompts {prompts}; "
+                             f"{story(page, lab)}") from None
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
-    while not lab.kernel_idle(path):
-        assert time.monotonic() < deadline, f"{path}: the kernel is still busy"
+    while not kernel_idle(page, lab, path):
+        assert time.monotonic() < deadline, f"{path}: the kernel is still busy; {story(page, lab)}"
         page.wait_for_timeout(100)
 
 
