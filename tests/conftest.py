@@ -105,10 +105,20 @@ def _skip_lesson_10_without_postgres(items) -> None:
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+# The files that take longest (minutes per tier, measured in CI), run first: under xdist (whole files per worker,
+# tools/run_tests.py passes --no-loadscope-reorder) a long file started last keeps one worker busy while the
+# other has nothing left, and xdist's own order puts files with few tests -- these -- last.
+LONGEST_FIRST = ("test_notebook_hygiene.py", "test_properties.py", "test_concurrency.py", "test_browser.py",
+                 "test_specification_lessons.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Lesson 10 without a Postgres: skip its tests (above). On a tier other than moto, deselect the tests marked
-    backend_independent (they ran on moto)."""
+    """Lesson 10 without a Postgres: skip its tests (above). The longest files first (a stable sort: each file's
+    tests keep their order). On a tier other than moto, deselect the tests marked backend_independent (they ran
+    on moto)."""
     _skip_lesson_10_without_postgres(items)
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
+               else len(LONGEST_FIRST))
     backend = helpers.backends.backend_name()
     if backend == "moto":
         return

@@ -45,7 +45,7 @@ def pytest_tier(backend: str, env: dict[str, str], workers: int,
         "--durations=15", "--durations-min=20",      # the slowest tests, so a tier's time can be read from its log
     ]
     if workers > 1:  # whole files per worker: nbval's cells of one notebook must share a kernel
-        command += ["-n", str(workers), "--dist", "loadfile"]
+        command += ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]   # the order conftest sets
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     counts = {"passed": 0, "failed": 0, "skipped": 0}
