@@ -224,11 +224,18 @@ _RUN_TABLE = re.compile(re.escape(RUN_SUFFIX_PREFIX) + r"[0-9a-f]{8}$")
 
 def leftover_tables(backend: Backend) -> list[str]:
     """Tables named like one process's (``<base>-run<8 hex>``) that this process did not create."""
-    client = backend.client()
-    names: list[str] = []
-    for page in client.get_paginator("list_tables").paginate():
-        names += page["TableNames"]
-    return [n for n in names if _RUN_TABLE.search(n) and not n.endswith(backend._suffix or "\0")]
+    return [n for n in all_tables(backend) if of_another_process(backend, n)]
+
+
+def all_tables(backend: Backend) -> list[str]:
+    """Every table's name on the backend's server (every page of ListTables)."""
+    pages = backend.client().get_paginator("list_tables").paginate()
+    return [name for page in pages for name in page["TableNames"]]
+
+
+def of_another_process(backend: Backend, name: str) -> bool:
+    """A table named like one process's (``<base>-run<8 hex>``), not this backend's."""
+    return bool(_RUN_TABLE.search(name)) and not name.endswith(backend._suffix or "\0")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -266,9 +266,7 @@ BACKEND_CASES = [
 def tables_not_of_other_processes(db) -> list[str]:
     """Every table on db's server but those another process is working in (named ``...-run<8 hex>``, not ours):
     on a shared DynamoDB Local the other worker and the notebooks' kernels create and delete theirs meanwhile."""
-    names = [n for page in db.client().get_paginator("list_tables").paginate() for n in page["TableNames"]]
-    others = set(backends.leftover_tables(db))
-    return sorted(n for n in names if n not in others)
+    return sorted(n for n in backends.all_tables(db) if not backends.of_another_process(db, n))   # one listing
 
 
 @pytest.mark.parametrize("choose, error, message", [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES])

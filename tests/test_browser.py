@@ -7,7 +7,7 @@ browser showed, and no cell may hold an error (none of these lessons has a cell 
 the checker's verdict says NOT YET; then it types a right one (the solution notebook's answer) and sees PASS. Every
 relative link in the notebook (the navigation lines, the README, the solution) is followed: the file must exist on
 the server Lab reads from (a 404 fails), and the header's links are also clicked, which must open a document in
-Lab, not an error dialog. A screenshot per notebook goes to build/browser/ (git-ignored).
+Lab, not an error dialog. A screenshot per notebook, and Lab's log, go to build/browser/ (git-ignored).
 
 Lab serves a copy of notebooks/, helpers/ and README.md in a temporary folder, started with `make lab`'s own flags
 (the root is the project's top), so nothing the test types or saves touches the committed notebooks.
