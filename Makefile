@@ -1,5 +1,8 @@
 # Two commands do all the set-up:  `make lab` opens the collection, `make test` runs every test.
 # Each creates the virtual environment (.venv) on first use.
+# Without make (Windows, a locked-down laptop), launch.py does the same with Python alone: `python3 launch.py lab`,
+# `python3 launch.py test`, `python3 launch.py check`. It mirrors the rules below (the same stamp files, pip calls,
+# version check and commands), so the two share one .venv; tests/test_launcher.py holds it to them: change both.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -51,13 +54,14 @@ test-browser: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_browser.py
 
 # From a fresh clone, with every supported Python this machine has: make check, and lesson 10 (tests/test_install.py;
-# minutes per Python, so not part of make test).
+# minutes per Python, so not part of make test); and launch.py check with no make on PATH (tests/test_launcher.py).
 test-install: $(VENV)/.installed-test
-	RETRY_TEST_INSTALL=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_install.py
+	RETRY_TEST_INSTALL=1 $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider -q -rs tests/test_install.py \
+	  tests/test_launcher.py
 
 # ruff, with the line length CONTRIBUTING.md sets (pyproject.toml); CI runs it before the tests.
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check helpers tests tools notebooks
+	$(BIN)/ruff check helpers tests tools notebooks launch.py
 
 test-moto: $(VENV)/.installed-test
 	$(BIN)/python tools/run_tests.py --backend moto
