@@ -23,6 +23,8 @@ their own folders:
     lessons          load_lesson(): another notebook's own imports and lesson cells, run here; swapped()
     late_retry       01's late retry (packed lost, shipped, packed again) run against an update; as_events()
     aba              04's ABA history (A lost, B, A resent) run against a debit, for its table and swimlane
+    resends          resender(): 06's writes sent again while DynamoDB wrote nothing (or cannot say)
+    payment_requests check_payment(): 06's request shape, names and key length, before anything is written
     scenarios        06's six scenarios run against a handler, logged and drawn (the harness, not the lesson)
     specification    the four properties every retry-safe handler holds (once, bound, truthful, live)
     checker          check_handler(): generated histories against a handler, held to the specification
@@ -42,13 +44,13 @@ from .faults import LostResponses
 from .ids import RequestIds
 from .notebook import setup
 from .tables import empty_table, fresh_table, open_wallet, read_balance, read_item
-from .validation import BadInput, WalletNotFound, check_debit
+from .validation import BadInput, InsufficientFunds, WalletNotFound, check_debit
 
 __all__ = [
     "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
     "connect", "VirtualClock", "EventLog", "LostResponses", "ErrorResponses", "RequestIds", "setup",
     "fresh_table", "empty_table", "open_wallet", "read_balance", "read_item",
-    "BadInput", "WalletNotFound", "check_debit", "check_handler",
+    "BadInput", "InsufficientFunds", "WalletNotFound", "check_debit", "check_handler",
 ]
 
 

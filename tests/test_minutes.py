@@ -1,6 +1,7 @@
 """Each lesson's declared minutes hold to the minutes model (tools/minutes.py, CONTRIBUTING.md), and the workshop's
-core path fits three hours with set-up, breaks and questions: at most 25 teaching minutes a core lesson, at most 150
-minutes (teaching + exercises) on the whole path."""
+core path fits three hours with set-up, breaks and questions even when the room is slow: at most 25 teaching
+minutes a core lesson, at most 120 minutes (teaching + exercises) on the whole path, and 06, the longest lesson
+to teach, at most 25 minutes with its exercise (issue 36: a real room runs slower than any reading-speed model)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from minutes import exercise_reading_minutes, teaching_minutes  # noqa: E402
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TOLERANCE = 0.20            # a declaration more than 20% off the model is out of date
 CORE_LESSON_MAX = 25        # teaching minutes of one core lesson
-CORE_PATH_MAX = 150         # teaching + exercises, the whole core path: three hours less set-up and breaks
+CORE_PATH_MAX = 120         # teaching + exercises, the whole core path: three hours less set-up, breaks and a slow room
+LESSON_06_MAX = 25          # teaching + exercise of 06, the saved-response record
 CORE_EXERCISE = range(5, 11)
 
 
@@ -57,10 +59,30 @@ def test_a_core_lesson_teaches_in_25_minutes_and_its_exercise_takes_5_to_10(path
     assert declared(path)["minutes"]["exercises"] in CORE_EXERCISE, f"{path.name}: a core exercise takes 5-10 minutes"
 
 
-def test_the_core_path_fits_150_minutes_by_the_model():
+def with_exercise(path: Path) -> float:
+    """Teaching minutes by the model, plus the exercise's declared minutes."""
+    return teaching_minutes(path) + declared(path)["minutes"]["exercises"]
+
+
+def test_the_core_path_fits_120_minutes_by_the_model():
     assert [p.name[:2] for p in CORE] == ["01", "02", "03", "04", "06"], "the spine CONTRIBUTING.md names"
-    total = sum(teaching_minutes(p) + declared(p)["minutes"]["exercises"] for p in CORE)
-    assert total <= CORE_PATH_MAX, f"the core path takes {total:.0f} minutes by the model; at most {CORE_PATH_MAX}"
+    total = sum(with_exercise(p) for p in CORE)
+    assert total <= CORE_PATH_MAX, (
+        f"the core path takes {total:.1f} minutes by the model (teaching + exercises); at most {CORE_PATH_MAX}: "
+        + ", ".join(f"{p.name[:2]} {with_exercise(p):.1f}" for p in CORE))
+
+
+def test_06_teaches_and_exercises_in_25_minutes():
+    path = next(p for p in CORE if p.name.startswith("06_"))
+    assert with_exercise(path) <= LESSON_06_MAX, (
+        f"{path.name}: {teaching_minutes(path):.1f} teaching minutes by the model + "
+        f"{declared(path)['minutes']['exercises']} of exercise; at most {LESSON_06_MAX} together")
+
+
+def test_the_declared_core_path_agrees_with_the_model_limit():
+    """WORKSHOP.md's schedule is written from the declared minutes: they must fit the same 120."""
+    total = sum(declared(p)["minutes"]["teaching"] + declared(p)["minutes"]["exercises"] for p in CORE)
+    assert total <= CORE_PATH_MAX, f"the declared core path takes {total} minutes; at most {CORE_PATH_MAX}"
 
 
 def test_every_lesson_is_on_the_core_path_or_a_deep_dive():
