@@ -44,13 +44,13 @@ from .faults import LostResponses
 from .ids import RequestIds
 from .notebook import setup
 from .tables import empty_table, fresh_table, open_wallet, read_balance, read_item
-from .validation import BadInput, WalletNotFound, check_debit
+from .validation import BadInput, InsufficientFunds, WalletNotFound, check_debit
 
 __all__ = [
     "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
     "connect", "VirtualClock", "EventLog", "LostResponses", "ErrorResponses", "RequestIds", "setup",
     "fresh_table", "empty_table", "open_wallet", "read_balance", "read_item",
-    "BadInput", "WalletNotFound", "check_debit", "check_handler",
+    "BadInput", "InsufficientFunds", "WalletNotFound", "check_debit", "check_handler",
 ]
 
 

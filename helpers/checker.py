@@ -71,7 +71,9 @@ from .specification import (
     PROPERTIES,
     SUCCESS,
     TRUTHFUL,
+    USEFUL,
     Crash,
+    Model,
     Operation,
     Violation,
     check_answer,
@@ -84,6 +86,9 @@ from .subjects import WALLETS, RecordSubject, Subject, said
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
 KEYS, CALLERS, INVOCATIONS = ["k1", "k2"], ["shop-a", "shop-b"], ["inv-1", "inv-2"]
 RESENDS_AT_QUIESCENCE = 4
+# The waits a history draws: past every lease; to just before the oldest key's retention window ends, the same keys
+# sent on across it (every clock's edge); past a whole window, after which the keys sent are new ones.
+SPANS, EDGE_SECONDS, SLOW_SECONDS = ["lease", "retention edge", "retention"], 5.0, 10.0
 SEED = 5            # the histories a check sends, unless `seed_search` (issue 23: see check_handler)
 _TAGS = itertools.count(1)   # each history's keys are new to the table, across checks sharing one table
 
@@ -223,9 +228,19 @@ def _record_machine(subject: RecordSubject, search: _Search | None = None) -> ty
     return Writes
 
 
-def _requests(keys_reused: bool, invocations: bool = True) -> st.SearchStrategy:
+def _payloads(subject: Subject) -> list[tuple[str, int]]:
+    """The payloads a history draws: PAYLOADS, and amounts at the design's limits -- one the wallet cannot pay, and
+    one just over the largest the design declares it takes (`max_amount`)."""
+    limits = [("bob", 2 * subject.opening["bob"])] if subject.at_limits else []
+    if subject.at_limits and subject.max_amount is not None:
+        limits.append(("alice", subject.max_amount + 1))
+    return [*PAYLOADS, *limits]
+
+
+def _requests(keys_reused: bool, invocations: bool = True,
+              payloads_: list[tuple[str, int]] = PAYLOADS) -> st.SearchStrategy:
     """(caller, key, (wallet, amount), invocation); with `keys_reused` False, a key always carries one payload."""
-    payloads = st.sampled_from(PAYLOADS)
+    payloads = st.sampled_from(payloads_)
     invocation = st.sampled_from(INVOCATIONS) if invocations else st.just(INVOCATIONS[0])
     if keys_reused:
         return st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(KEYS), payloads, invocation)
@@ -252,22 +267,26 @@ def _faults_for(subject: Subject) -> st.SearchStrategy:
     return st.one_of(st.none(), *(kinds[k] for k in subject.faults))
 
 
-def _one_at_a_time(invocations: bool = True) -> st.SearchStrategy:
+def _one_at_a_time(invocations: bool = True, payloads: list[tuple[str, int]] = PAYLOADS) -> st.SearchStrategy:
     """(caller, "next" or "copy", (wallet, amount), invocation): the machine names the key (see `in_turn`)."""
     return st.tuples(st.sampled_from(CALLERS[:1] * 3 + CALLERS[1:]), st.sampled_from(["next", "copy"]),
-                     st.sampled_from(PAYLOADS),
+                     st.sampled_from(payloads),
                      st.sampled_from(INVOCATIONS) if invocations else st.just(INVOCATIONS[0]))
 
 
 def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
              search: _Search | None = None) -> type[RuleBasedStateMachine]:
     search = search or _Search(None)
-    faults, requests = _faults_for(subject), _requests(keys_reused)
+    faults, payloads = _faults_for(subject), _payloads(subject)
+    requests = _requests(keys_reused, payloads_=payloads)
+    model = Model(subject.opening, subject.max_amount, subject.guards_overdraft, subject.wallets_of)
     # meanwhile: at the attempt's n-th step another request arrives -- a copy of it (the commonest duplicate: a
-    # client's or a queue's resend), or any request -- after the attempt stalled past its lease, or not
+    # client's or a queue's resend), or any request -- after the attempt stalled past its lease, just short of
+    # it ("edge"), or not; or the attempt is slow there, SLOW_SECONDS at one step (a clock's edge crossed mid-way)
+    stalls = st.sampled_from([False, True, "edge"])
     during = st.none() if not subject.interleaves else st.one_of(
-        st.none(), st.tuples(st.integers(0, 3), st.just("copy"), st.booleans()),
-        st.tuples(st.integers(0, 3), requests, st.booleans()))
+        st.none(), st.tuples(st.integers(0, 3), st.just("copy"), stalls),
+        st.tuples(st.integers(0, 3), requests, stalls), st.tuples(st.integers(0, 3), st.just("slow"), st.none()))
 
     class History(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -278,6 +297,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             self.closed: list[Operation] = []
             self.said: list[dict[str, Any]] = []
             self.broken, self.epoch = False, 0   # after a retention window, keys are new ones (see `wait`)
+            model.closed, model.elsewhere = {}, {}
             self.last = subject.money()
 
         def money(self) -> dict[str, int]:
@@ -285,7 +305,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             return self.last
 
         def fail(self, violation: Violation, at_last_step: bool = True) -> None:
-            self.broken = True
+            self.broken, self.violation = True, violation
             if at_last_step and self.said:          # the answer just judged broke it (issue 23: drawn red)
                 self.said[-1]["broken"] = True
             violation.history = list(self.said)
@@ -293,17 +313,34 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
         def call(self, request: tuple, hook: Callable[[str], None]) -> Any:
             caller, key, (wallet, amount), invocation = request
+            self.operation(request).payloads.add((wallet, amount))     # sent: the key has seen this payload
             try:
-                return subject.call(f"r{self.tag}-{self.epoch}-{key}", {"wallet": wallet, "amount": amount},
-                                    invocation, hook, caller)
+                answer = subject.call(f"r{self.tag}-{self.epoch}-{key}", {"wallet": wallet, "amount": amount},
+                                      invocation, hook, caller)
             except (Exception, Crash) as error:  # noqa: B902 - a crash is what the checker injects
-                return error
+                answer = error
+            if self.broken:          # a request sent meanwhile (at a hook) broke a property: the handler's
+                raise self.violation  # own `except` may have caught the Violation on its way out
+            return answer
+
+        def operation(self, request: tuple) -> Operation:
+            """The logical operation `request` belongs to: its key's, or a new one once a finished operation's
+            window passed (the request may be a new payment, or a replay); one still unfinished stays the same --
+            its work may have begun, and must end once."""
+            caller, key, payload, _ = request
+            op, now = self.ops.get((caller, key)), subject.clock.now()
+            if op is not None and not op.pending and now >= op.first_at + subject.retention:
+                self.closed.append(op)
+                op = self.ops[(caller, key)] = Operation(caller, key, payload, first_at=now, after=op)
+            if op is None:
+                op = self.ops[(caller, key)] = Operation(caller, key, payload, first_at=now)
+            return op
 
         def judge(self, request: tuple, answer: Any, moved: dict[str, int]) -> None:
             caller, key, payload, _ = request
-            op = self.ops.setdefault((caller, key), Operation(caller, key, payload))
+            op = self.ops[(caller, key)]
             try:
-                check_answer(op, payload, answer, moved)
+                check_answer(op, payload, answer, moved, model, [*self.closed, *self.ops.values()])
             except Violation as violation:
                 self.fail(violation)
 
@@ -321,7 +358,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
         @rule(request=requests, crash_at=steps if subject.crashes else st.none(), fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
-            seen, nested_moved, crashed = [0], {}, []
+            seen, nested_moved, crashed, slowed = [0], {}, [], []
             if getattr(subject, "one_call_per_key", False):   # issue 23: a client makes its own key per call,
                 self.calls = getattr(self, "calls", 0) + 1       # so each call is a payment of its own
                 request = (request[0], f"{request[1]}.{self.calls}", *request[2:])
@@ -331,14 +368,18 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
             def hook(step: str) -> None:
                 n, seen[0] = seen[0], seen[0] + 1
-                if during is not None and n == during[0] and not nested_moved:
-                    if during[2]:
-                        subject.clock.advance(subject.lease + 0.6)   # stalled past its lease meanwhile
+                if during is not None and during[1] == "slow" and n == during[0]:
+                    subject.clock.advance(SLOW_SECONDS)              # a slow attempt: seconds pass at this step
+                    slowed.append(step)
+                elif during is not None and n == during[0] and not nested_moved:
+                    stall = {True: subject.lease + 0.6, "edge": subject.lease - 0.5}.get(during[2], 0)
+                    subject.clock.advance(stall)                     # stalled past its lease, or just short of it
                     before = self.money()
                     answer = self.call(during[1], lambda step: None)
                     nested_moved.update({k: v - before[k] for k, v in self.money().items()})
+                    stalled = {True: ", stalled past its lease", "edge": ", stalled to just before its lease ends"}
                     self.note(during[1], answer, when=f"while the next one is at {step!r}"
-                                                      f"{', stalled past its lease' if during[2] else ''}")
+                                                      f"{stalled.get(during[2], '')}")
                     self.judge(during[1], answer, nested_moved)
                 if crash_at is not None and n == crash_at:
                     crashed.append(step)
@@ -353,15 +394,23 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                 subject.arm(None)
             moved = {k: v - before[k] - nested_moved.get(k, 0) for k, v in self.money().items()}
             fault = fault if fired else None      # a handler may make fewer writes than the fault names
-            what = (f", crashing at {crashed[0]!r}" if crashed else "") + _fault_words(fault)
+            what = ((f", crashing at {crashed[0]!r}" if crashed else "")
+                    + (f", taking {SLOW_SECONDS:.0f} s at {slowed[0]!r}" if slowed else "") + _fault_words(fault))
             self.note(request, answer, what, fault=fault, crash_at=crash_at)
             self.judge(request, answer, moved)
 
-        @rule(span=st.sampled_from(["lease", "retention"]))
+        @rule(span=st.sampled_from(SPANS))
         def wait(self, span: str) -> None:
             if span == "lease":
                 subject.clock.advance(subject.lease + 1)
                 self.said.append({"said": f"{subject.lease + 1:.0f} s pass (leases run out)", "wait": "lease"})
+                return
+            if span == "retention edge":       # every clock's edge: just before the oldest key's window ends
+                edge = min((op.first_at + subject.retention for op in self.ops.values()), default=None)
+                if edge is not None and edge - EDGE_SECONDS > subject.clock.now():
+                    subject.clock.advance(edge - EDGE_SECONDS - subject.clock.now())
+                    self.said.append({"said": f"time passes to {EDGE_SECONDS:.0f} s before the oldest key's window "
+                                              "ends (the same keys are sent again)", "wait": "retention"})
                 return
             self.quiesce()
             subject.clock.advance(subject.retention + 3600)
@@ -371,6 +420,30 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             # from now on are new ones, and what expired (records, markers, the provider's keys) is only in the way.
             self.said.append({"said": "the retention window passes; the keys sent from now on are new ones",
                               "wait": "retention"})
+
+        def change(self, what: str, wallet: str) -> None:
+            """The world changing between two steps: a wallet closed, reopened, or paid from by someone else."""
+            if getattr(self, "skip", False):
+                return
+            was_closed = wallet in model.closed
+            if (what == "close") == was_closed or (what == "elsewhere" and was_closed):
+                return                                       # nothing to change
+            subject.change(what, wallet)
+            if what == "close":
+                model.closed[wallet] = subject.clock.now()
+            elif what == "reopen":
+                del model.closed[wallet]
+            else:
+                model.elsewhere[wallet] = model.elsewhere.get(wallet, 0) + 5
+            self.money()
+            self.said.append({"said": {"close": f"{wallet}'s wallet is closed",
+                                       "reopen": f"{wallet}'s wallet is opened again",
+                                       "elsewhere": f"someone else pays 5 from {wallet}'s wallet"}[what],
+                              "wait": "world"})
+
+        if subject.world:        # a rule only where the subject can change the world around its handler
+            change = rule(what=st.sampled_from(["close", "reopen", "elsewhere"]),
+                          wallet=st.sampled_from(list(WALLETS)))(change)
 
         def quiesce(self) -> None:
             subject.clock.advance(subject.lease + 1)
@@ -415,7 +488,8 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                or not subject.crashes)
     if not focused:
         return History
-    narrowed = _one_at_a_time(subject.invocations) if one_at_a_time else _requests(keys_reused, subject.invocations)
+    narrowed = (_one_at_a_time(subject.invocations, payloads) if one_at_a_time
+                else _requests(keys_reused, subject.invocations, payloads))
     meanwhile = st.none() if one_at_a_time else during
     crash_steps = steps if subject.crashes else st.none()
 
@@ -478,7 +552,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                 self.current = None                      # the keys sent from now on are new ones
 
         if subject.waits:            # a rule only where time matters (leases, retention windows)
-            wait = rule(span=st.sampled_from(["lease", "retention"]))(wait)
+            wait = rule(span=st.sampled_from(SPANS))(wait)
 
         def teardown(self) -> None:
             if not self.skip:
@@ -619,7 +693,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
             if violation is None:
                 raise
             return _found(subject, violation, shrink)
-    return Verdict(subject.name, subject.run, untried=(ONCE, BOUND) if record else () if keys_reused else (BOUND,),
+    return Verdict(subject.name, subject.run,
+                   untried=(ONCE, BOUND, USEFUL) if record else () if keys_reused else (BOUND,),
                    store=getattr(subject, "store", "DynamoDB"))
 
 

@@ -3,12 +3,14 @@
 A history is any sequence of requests -- any keys, callers and payloads -- with any failures along
 the way: a crash at any step, a lost DynamoDB answer, any failure answer DynamoDB can give, the payment
 provider down, a duplicate arriving mid-flight, attempts sharing an invocation ID and a millisecond,
-leases and retention windows running out. At **quiescence** (every crashed attempt's lease over, and
-each key's first request sent again until it gets a final answer), four properties hold:
+leases and retention windows running out, the world changing (a wallet closed, reopened, paid from elsewhere),
+amounts at their limits. At **quiescence** (every crashed attempt's lease over, and each key's first request sent
+again until it gets a final answer), five properties hold:
 
 1. **once** -- a logical operation (a caller's key, within its retention window) takes effect at most
-   once, and exactly once if any copy was answered success. (After the window a design may forget the key
-   or remember it longer; the checker sends new keys after a window passes.) Per wallet: the money debited, the money
+   once, and exactly once if any copy was answered success. (After the window a design may forget a finished
+   key or remember it longer, but an unfinished one must still end once: the checker resends old keys across
+   the window's edge, and sends new keys after a whole window.) Per wallet: the money debited, the money
    the provider charged, and the sum of the amounts answered success are equal.
 2. **bound to its payload** -- once a key's work may have begun, the key never produces an effect for
    another payload; such a request is refused (a mismatch, 422) for the whole retention window, after
@@ -18,11 +20,17 @@ each key's first request sent again until it gets a final answer), four properti
    byte. (*In progress* promises nothing about what was written: only that the caller should ask again.)
 4. **live** -- no key stays stuck: after the lease and a bounded number of resends, the same request
    gets a final answer (success, or a refusal that will not change).
+5. **useful** -- a handler owes answers, not only the absence of harm: every answer is one a reference model
+   (`Model`) of the wallets, the keys and the design's declared limits allows. A valid request, for a wallet
+   that exists and can pay, with faults that end, ends in success; every refusal has its reason in the model
+   (bad input, an amount over the design's limit, too little money, a key already used for another payload),
+   and a request the model refuses (an overdraft where the design declares a guard, an amount over its limit)
+   is never answered success. Doing nothing is safe, but not useful: a handler that refuses everything breaks it.
 
 Which answers are which (`classify`): a 2xx response is *success*; 422 a *mismatch*; 409 *in
-progress*; any other 4xx, `BadInput`, `WalletNotFound` and a debit's `KeyReused` a *refusal*; a 5xx, a
-crash or any other exception is *unknown* -- the caller cannot tell whether it was applied, and sends
-again. Success, mismatch and refusal are final.
+progress*; any other 4xx, `BadInput`, `WalletNotFound`, `InsufficientFunds` and a debit's `KeyReused` a
+*refusal*; a 5xx, a crash or any other exception is *unknown* -- the caller cannot tell whether it was
+applied, and sends again. Success, mismatch and refusal are final.
 
 Designs that give a property up on purpose say which (the lessons name it beside the design):
 
@@ -46,10 +54,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .validation import BadInput, WalletNotFound
+from .validation import BadInput, InsufficientFunds, WalletNotFound
 
-ONCE, BOUND, TRUTHFUL, LIVE = "once", "bound to its payload", "truthful", "live"
-PROPERTIES = (ONCE, BOUND, TRUTHFUL, LIVE)
+ONCE, BOUND, TRUTHFUL, LIVE, USEFUL = "once", "bound to its payload", "truthful", "live", "useful"
+PROPERTIES = (ONCE, BOUND, TRUTHFUL, LIVE, USEFUL)
 
 SUCCESS, MISMATCH, IN_PROGRESS, REFUSED, UNKNOWN = "success", "mismatch", "in progress", "refused", "unknown"
 FINAL = frozenset({SUCCESS, MISMATCH, REFUSED})
@@ -84,7 +92,9 @@ def classify(answer: Any, refusing: tuple[str, ...] = ()) -> str:
         if 200 <= status < 300:
             return SUCCESS
         return {422: MISMATCH, 409: IN_PROGRESS}.get(status, REFUSED if 400 <= status < 500 else UNKNOWN)
-    if isinstance(answer, (BadInput, WalletNotFound)) or type(answer).__name__ in (*REFUSING_ERRORS, *refusing):
+    if isinstance(answer, (BadInput, WalletNotFound, InsufficientFunds)):
+        return REFUSED
+    if type(answer).__name__ in (*REFUSING_ERRORS, *refusing):
         return REFUSED
     return UNKNOWN
 
@@ -118,15 +128,89 @@ class Operation:
     first: tuple[str, int]                                   # (wallet, amount) of its first request
     successes: list[tuple[tuple[str, int], Any]] = field(default_factory=list)
     pending: set[tuple[str, int]] = field(default_factory=set)   # payloads whose last answer was not final
+    payloads: set[tuple[str, int]] = field(default_factory=set)  # every payload sent under the key so far
+    first_at: float = 0.0                                        # when its first request was sent (its window)
+    after: Operation | None = None       # the finished operation under the same key whose window had passed
 
 
-def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Mapping[str, int]) -> None:
-    """The properties one answer can break on its own: truthful (nothing written, replays) and bound."""
+# --- the reference model: which answers a request may get --------------------------------------------------------
+
+ANOTHER_PAYLOAD, TOO_LITTLE, OVER_LIMIT, BAD_AMOUNT, CLOSED, NOT_THEIRS = (
+    "the key was used for another payload", "the wallet cannot pay it", "over the design's limit",
+    "not a valid amount", "the wallet is closed", "not the caller's wallet")
+
+
+@dataclass
+class Model:
+    """The reference model of what a request may be answered: the wallets, the keys and the design's limits.
+
+    `opening`: each wallet's balance as the history began; `max_amount`: the largest amount the design
+    declares it takes (None: DynamoDB's own 38 digits); `guards_overdraft`: the design declares that it refuses
+    a debit the wallet cannot pay (06's and 09's handlers do; 03's debit lets a balance go below zero).
+    """
+
+    opening: Mapping[str, int]
+    max_amount: int | None = None
+    guards_overdraft: bool = False
+    wallets_of: Mapping[str, set[str]] | None = None           # caller -> the wallets it may pay from (None: any)
+    closed: dict[str, float] = field(default_factory=dict)     # wallet -> when it was closed (the world changing)
+    elsewhere: dict[str, int] = field(default_factory=dict)    # wallet -> paid from it by someone else
+
+    def reasons(self, op: Operation, payload: tuple[str, int], ops: list[Operation]) -> set[str]:
+        """Every reason the model has to refuse `payload` under `op`'s key now (empty: it must succeed)."""
+        wallet, amount = payload
+        found = set()
+        if op.payloads - {payload}:
+            found.add(ANOTHER_PAYLOAD)
+        if amount <= 0 or amount >= 10**38:
+            found.add(BAD_AMOUNT)
+        if self.max_amount is not None and amount > self.max_amount:
+            found.add(OVER_LIMIT)
+        if wallet in self.closed:
+            found.add(CLOSED)
+        if self.wallets_of is not None and wallet not in self.wallets_of.get(op.caller, set()):
+            found.add(NOT_THEIRS)
+        spent = sum(o.first[1] for o in ops if (o.successes or o.pending) and o.first[0] == wallet)
+        if self.opening.get(wallet, 0) - self.elsewhere.get(wallet, 0) - spent < amount:
+            found.add(TOO_LITTLE)      # the money answered or possibly taken leaves too little
+        return found
+
+    def must_refuse(self, op: Operation, payload: tuple[str, int], ops: list[Operation]) -> str | None:
+        """A reason the model refuses `payload` whatever happened before: None if success is allowed."""
+        wallet, amount = payload
+        if amount <= 0 or amount >= 10**38:
+            return BAD_AMOUNT
+        if self.wallets_of is not None and wallet not in self.wallets_of.get(op.caller, set()):
+            return NOT_THEIRS
+        if self.max_amount is not None and amount > self.max_amount:
+            return OVER_LIMIT
+        if any(p == payload for p, _ in op.successes):
+            return None                         # a replay of what was paid
+        if wallet in self.closed and op.first_at > self.closed[wallet] and not op.pending:
+            return CLOSED                       # a new payment from a wallet closed before it was first sent
+        if not self.guards_overdraft:
+            return None
+        answered = sum(o.successes[0][0][1] for o in ops if o.successes and o.successes[0][0][0] == wallet)
+        left = self.opening.get(wallet, 0) - self.elsewhere.get(wallet, 0) - answered
+        return TOO_LITTLE if left < amount else None
+
+
+def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Mapping[str, int],
+                 model: Model | None = None, ops: list[Operation] | None = None) -> None:
+    """The properties one answer can break on its own: truthful (nothing written, replays), bound, and --
+    given the reference `model` and every operation of the history (`ops`) -- useful."""
     kind = classify(answer)
     (op.pending.discard if kind in FINAL else op.pending.add)(payload)
     if kind in NOTHING_WRITTEN and any(moved.values()):
         what = ", ".join(f"{name} {amount:+}" for name, amount in moved.items() if amount)
         raise Violation(TRUTHFUL, f"the answer {in_words(answer)} says nothing was written, but money moved ({what})")
+    if kind in NOTHING_WRITTEN and any(p == payload for p, _ in op.successes):
+        raise Violation(TRUTHFUL, f"key {op.key!r} answered {in_words(op.successes[0][1])} for {_pay(payload)}, "
+                                  f"then the same request was refused: {in_words(answer)} (a resend must get the "
+                                  "first answer)")
+    if model is not None:
+        check_useful(op, payload, answer, kind, model, ops or [op])
+    op.payloads.add(payload)
     if kind != SUCCESS:
         return
     for earlier_payload, earlier in op.successes:
@@ -139,10 +223,35 @@ def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Ma
     op.successes.append((payload, answer))
 
 
+def check_useful(op: Operation, payload: tuple[str, int], answer: Any, kind: str, model: Model,
+                 ops: list[Operation]) -> None:
+    """Useful: a refusal needs a reason in the model, a mismatch a key used before for another payload, and a
+    request the model refuses is not answered success."""
+    if kind == SUCCESS:
+        refuse = model.must_refuse(op, payload, ops)
+        if refuse is not None:
+            raise Violation(USEFUL, f"{_pay(payload)} must be refused ({refuse}), but it was answered "
+                                    f"{in_words(answer)}")
+        return
+    if kind not in NOTHING_WRITTEN:
+        return
+    reasons = model.reasons(op, payload, ops)
+    if kind == MISMATCH and ANOTHER_PAYLOAD not in reasons:
+        raise Violation(USEFUL, f"{_pay(payload)} under key {op.key!r} was answered {in_words(answer)} (the key "
+                                "holds another payment), but the key was never used for another payment")
+    if not reasons:
+        raise Violation(USEFUL, f"{_pay(payload)} is a valid payment the wallet can pay, but it was refused: "
+                                f"{in_words(answer)} (a refusal needs a reason: bad input, too little money, "
+                                "a key used for another payment)")
+
+
 def check_money(ops: list[Operation], debited: Mapping[str, int], charged: Mapping[str, int] | None) -> None:
     """At quiescence: per wallet, debited = charged = the amounts answered success (once, and bound)."""
     answered: dict[str, int] = {wallet: 0 for wallet in debited}
     for op in ops:
+        if op.successes and op.after is not None and op.after.successes and _same(op.successes[0][1],
+                                                                                  op.after.successes[0][1]):
+            continue          # a design that remembers a key past its window replayed the first answer: no payment
         if op.successes:
             wallet, amount = op.successes[0][0]
             answered[wallet] = answered.get(wallet, 0) + amount
@@ -153,6 +262,10 @@ def check_money(ops: list[Operation], debited: Mapping[str, int], charged: Mappi
             continue
         money = f"wallet {wallet!r}: debited {d}" + ("" if charged is None else f", charged {c}")
         raise Violation(ONCE, f"{money}, but the answers said {s} was paid")
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def _pay(payload: tuple[str, int]) -> str:

@@ -60,6 +60,14 @@ class Subject:
     writes = 5                                                     # a fault falls on one of a request's first 5
     faults_alike = False     # True: every fault (and none) drawn alike from one list, not its kind first -- a short
                              # search (an exercise's) then meets each one soon
+    # The design's declared limits, which the reference model (specification.Model) applies: the largest amount
+    # it takes (MAX_AMOUNT in its module; None: DynamoDB's 38 digits), and whether it refuses a debit the wallet
+    # cannot pay (GUARDS_OVERDRAFT). `at_limits`: the histories also draw amounts at those limits.
+    max_amount: int | None = None
+    guards_overdraft = False
+    at_limits = True
+    world = True             # the world may change between steps: a wallet closed, reopened, paid from elsewhere
+    wallets_of: dict[str, set[str]] | None = None   # caller -> the wallets it may pay from (None: any, as in 06)
 
     def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
         self.handler, self.g = handler, getattr(handler, "__globals__", {})
@@ -71,6 +79,7 @@ class Subject:
         self.reader = self.g["db"].client()           # reads the balances, with no fault injected
         self.lease = float(self.g.get("LEASE_SECONDS", 30))
         self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
+        self.max_amount, self.guards_overdraft = self.g.get("MAX_AMOUNT"), bool(self.g.get("GUARDS_OVERDRAFT"))
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list(clients.values())
@@ -95,8 +104,27 @@ class Subject:
         """A new history: a fresh provider, every wallet back to its balance."""
         self.run += 1
         self.provider = self.g["provider"] = PaymentProvider(self.clock)
+        self.closed, self.elsewhere = {}, dict.fromkeys(WALLETS, 0)
         for wallet, balance in WALLETS.items():
             _open_wallet(self.wallets, wallet, balance)
+
+    # --- the world changing mid-history (a wallet closed, reopened, paid from by someone else) -----------------
+
+    def change(self, what: str, wallet: str) -> None:
+        """Change the world around the handler: `close` the wallet (its item deleted, its balance kept aside),
+        `reopen` it with that balance, or pay 5 from it `elsewhere` (a write the handler did not make)."""
+        if what == "close" and wallet not in self.closed:
+            self.closed[wallet] = self.balances()[wallet]
+            self.wallets.delete_item(Key={"pk": wallet})
+        elif what == "reopen" and wallet in self.closed:
+            self.reopen(wallet, self.closed.pop(wallet))
+        elif what == "elsewhere" and wallet not in self.closed:
+            self.wallets.update_item(Key={"pk": wallet}, UpdateExpression="SET balance = balance - :five",
+                                     ExpressionAttributeValues={":five": 5})
+            self.elsewhere[wallet] += 5
+
+    def reopen(self, wallet: str, balance: int) -> None:
+        _open_wallet(self.wallets, wallet, balance)
 
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
@@ -105,12 +133,14 @@ class Subject:
     def balances(self) -> dict[str, int]:
         got = self.reader.batch_get_item(RequestItems={self.wallets.name: {
             "Keys": [{"pk": {"S": w}} for w in WALLETS], "ConsistentRead": True}})["Responses"][self.wallets.name]
-        return {item["pk"]["S"]: int(item["balance"]["N"]) for item in got}
+        found = {item["pk"]["S"]: int(item["balance"]["N"]) for item in got if "balance" in item}
+        return {**getattr(self, "closed", {}), **found}      # a closed wallet: the balance it was closed with
 
     def money(self) -> dict[str, int]:
-        """Money moved so far in this history: debited per wallet (read back) and, with a provider, charged."""
-        balances = self.balances()
-        moved = {f"{w} debited": self.opening[w] - balances[w] for w in self.opening}
+        """Money moved so far in this history by the handler: debited per wallet (read back, less what was paid
+        from it elsewhere) and, with a provider, charged."""
+        balances, elsewhere = self.balances(), getattr(self, "elsewhere", {})
+        moved = {f"{w} debited": self.opening[w] - balances[w] - elsewhere.get(w, 0) for w in self.opening}
         if self.provider is not None:
             for w in WALLETS:
                 moved[f"{w} charged"] = sum(c.amount for c in self.provider.made if c.wallet_id == w)
@@ -163,6 +193,8 @@ class DebitSubject(Subject):
 
     faults = ("lost", "answer", "in progress")
     interleaves = False
+    world = False                # the debit functions take the table they are given: no one else changes it
+    at_limits = False            # 03-05's debits let a balance go below zero, and take any amount DynamoDB stores
     invocations = False          # a debit has no invocation ID: the histories leave it out
     crashes = False              # nor a hook: no crash can fall inside it
 
@@ -236,6 +268,7 @@ class HttpSubject(Subject):
     crashes = False              # it never calls hook(step): no crash can fall inside it
     CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
     OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}
+    wallets_of = {"shop-a": {"alice"}, "shop-b": {"bob"}}     # the model: another's wallet is refused (404)
 
     def __init__(self, namespace: dict[str, Any], name: str = "09 POST /payments") -> None:
         self.ns, self.g, self.name = namespace, namespace, name
@@ -243,6 +276,7 @@ class HttpSubject(Subject):
         self.clock, self.wallets, self.reader = namespace["db"].clock, namespace["wallets"], namespace["db"].client()
         self.lease = float(namespace["LEASE_SECONDS"])
         self.retention = float(namespace["RETENTION_SECONDS"])
+        self.max_amount, self.guards_overdraft = namespace.get("MAX_AMOUNT"), bool(namespace.get("GUARDS_OVERDRAFT"))
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
         self.run, self.provider = 0, None
@@ -250,8 +284,12 @@ class HttpSubject(Subject):
     def begin(self) -> None:
         self.run += 1
         self.provider = self.ns["provider"] = PaymentProvider(self.clock)
+        self.closed, self.elsewhere = {}, dict.fromkeys(WALLETS, 0)
         for wallet, balance in WALLETS.items():
             self.ns["open_account_wallet"](self.wallets, wallet, balance, owner=self.OWNERS[wallet])
+
+    def reopen(self, wallet: str, balance: int) -> None:
+        self.ns["open_account_wallet"](self.wallets, wallet, balance, owner=self.OWNERS[wallet])
 
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
@@ -268,6 +306,7 @@ class OutboxSubject(Subject):
     """
 
     faults = ("provider down",)
+    world = False              # not yet: closing a wallet in Postgres is another schema's question
     store = "Postgres"
     interleaves = False        # a duplicate at a hook would wait on the attempt's own row lock, in its own thread
 

@@ -54,6 +54,14 @@ class WalletNotFound(LookupError):
         self.wallet_id = wallet_id
 
 
+class InsufficientFunds(LookupError):
+    """The wallet holds less than the amount asked for; nothing was written."""
+
+    def __init__(self, wallet_id: str, amount: int, balance: int) -> None:
+        super().__init__(f"wallet {wallet_id!r} holds {balance}, less than {amount}; nothing was written")
+        self.wallet_id, self.amount, self.balance = wallet_id, amount, balance
+
+
 def utf8_bytes(text: str) -> int:
     """How long DynamoDB counts `text`: its UTF-8 encoding, in bytes."""
     return len(text.encode("utf-8", errors="surrogatepass"))

@@ -138,7 +138,8 @@ def test_32_concurrent_posts_with_one_key_run_the_work_once(fresh):
         else:
             assert answer.json()["error"] == "request_in_progress"
     assert (debits(nb), nb["provider"].charges) == (1, 1)
-    assert set(debit_markers(nb)) - set(markers) == {f"debit#acct_alice#{key}"}
+    [marker] = set(debit_markers(nb)) - set(markers)            # one marker, for the one payment: key@started_at
+    assert marker.startswith(f"debit#acct_alice#{key}@")
 
 
 # --- bad input: a 4xx naming the problem, and nothing written -------------------------------------------------
@@ -479,8 +480,8 @@ def test_a_crash_after_the_debit_leaves_a_lease_that_runs_out_then_the_same_requ
     nb, key = fresh, next(_keys)
     work, end_lease = nb["work"], nb["end_lease"]
 
-    def crash_after_the_debit(record_key, payment, account):
-        nb["debit_once"](payment["wallet"], payment["amount"], record_key, account)
+    def crash_after_the_debit(record_key, payment, account, started_at):
+        nb["debit_once"](payment["wallet"], payment["amount"], f"{record_key}@{started_at}", account)
         raise RuntimeError("the process died here")
 
     nb["work"], nb["end_lease"] = crash_after_the_debit, lambda record_key, lease: None   # a crash ends no lease
@@ -494,3 +495,47 @@ def test_a_crash_after_the_debit_leaves_a_lease_that_runs_out_then_the_same_requ
     nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
     after = post(nb, headers(nb, key), PAYMENT)
     assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+# --- issue 33: the world changing, the limits, one clock for one payment -------------------------------------------
+
+def test_a_payment_that_went_through_is_replayed_after_its_wallet_closed(fresh):
+    """The owner check refuses only a key that never ran: the resend gets the saved 201, not a 404."""
+    nb, key = fresh, next(_keys)
+    first = post(nb, headers(nb, key), PAYMENT)
+    nb["wallets"].delete_item(Key={"pk": "alice"})                       # the wallet closes
+    again = post(nb, headers(nb, key), PAYMENT)
+    assert first.status_code == 201 and again.content == first.content
+    assert again.headers["idempotent-replayed"] == "true"
+    assert post(nb, headers(nb, next(_keys)), PAYMENT).status_code == 404   # a new key: refused, nothing saved
+
+
+@pytest.mark.parametrize("amount, status, error", [(5000, 402, "insufficient_funds"),
+                                                    (10**37, 400, "invalid_payment")], ids=["overdraft", "1e37"])
+def test_an_overdraft_and_an_amount_over_the_limit_are_named_refusals_with_nothing_debited(fresh, amount, status,
+                                                                                          error):
+    nb, key = fresh, next(_keys)
+    answer = post(nb, headers(nb, key), {"wallet": "alice", "amount": amount})
+    assert (answer.status_code, answer.json()["error"]) == (status, error), answer.text
+    assert helpers.read_balance(nb["wallets"], "alice") == OPENED_WITH and nb["provider"].charges == 0
+
+
+def test_a_payment_finished_past_the_providers_window_is_looked_up_not_charged_again(fresh):
+    """A crash after the charge, the same request a day and a minute later: the provider has forgotten its key, so
+    the handler looks the charge up (one charge), and the marker of the payment (key@started_at) stops a second
+    debit (the record, unfinished, never expires into a new payment)."""
+    nb, key = fresh, next(_keys)
+    work, end_lease = nb["work"], nb["end_lease"]
+
+    def crash_after_the_charge(*args):
+        work(*args)
+        raise RuntimeError("the process died after the charge")
+
+    nb["work"], nb["end_lease"] = crash_after_the_charge, lambda record_key, lease: None
+    try:
+        assert post(nb, headers(nb, key), PAYMENT).status_code == 500
+    finally:
+        nb["work"], nb["end_lease"] = work, end_lease
+    nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
+    after = post(nb, headers(nb, key), PAYMENT)
+    assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1), after.text

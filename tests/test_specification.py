@@ -1,6 +1,6 @@
 """The specification (helpers/specification.py) and its checker (helpers/checker.py), over the lessons' handlers.
 
-Each handler the collection teaches as safe is held to the four properties over generated histories: 500 on
+Each handler the collection teaches as safe is held to the five properties over generated histories: 500 on
 moto, 100 on DynamoDB Local (derandomized: the same histories every run). Each design that gives a property up
 on purpose has a test that the checker finds it, and names the property.
 """
@@ -83,6 +83,35 @@ def test_check_handler_refuses_what_it_cannot_check(nb):
         check_handler(nb["pay"], histories=0)
     with pytest.raises(ValueError, match="db, wallets, provider"):
         check_handler(len)
+
+
+def test_useful_a_refusal_needs_a_reason_in_the_model():
+    """Doing nothing is safe, not useful: a valid, funded request refused breaks *useful*; a refusal with its
+    reason in the model (another payload under the key, too little money, an amount over the limit) does not."""
+    model = spec.Model({"alice": 100, "bob": 100}, max_amount=50, guards_overdraft=True)
+    op = spec.Operation("shop-a", "k", ("alice", 10))
+    with pytest.raises(spec.Violation, match="valid payment") as refused:
+        spec.check_answer(op, ("alice", 10), {"status": 400, "body": ""}, {}, model, [op])
+    assert refused.value.prop == spec.USEFUL
+    with pytest.raises(spec.Violation, match="never used for another") as mismatch:
+        spec.check_answer(spec.Operation("shop-a", "k", ("alice", 10)), ("alice", 10), {"status": 422}, {}, model)
+    assert mismatch.value.prop == spec.USEFUL
+    reused = spec.Operation("shop-a", "k", ("alice", 10), payloads={("alice", 10)})
+    spec.check_answer(reused, ("alice", 20), {"status": 422}, {}, model, [reused])          # another payload
+    for payload in (("alice", 60), ("bob", 200)):                                            # over the limit, or
+        op = spec.Operation("shop-a", "k2", payload)                                         # more than bob has
+        spec.check_answer(op, payload, helpers.BadInput("no"), {}, model, [op])
+        with pytest.raises(spec.Violation, match="must be refused") as paid:
+            spec.check_answer(spec.Operation("shop-a", "k3", payload), payload, {"status": 201}, {}, model)
+        assert paid.value.prop == spec.USEFUL
+
+
+def test_truthful_a_resend_after_success_gets_the_first_answer_not_a_refusal():
+    op = spec.Operation("shop-a", "k", ("alice", 10))
+    spec.check_answer(op, ("alice", 10), {"status": 201, "body": "paid"}, {})
+    with pytest.raises(spec.Violation, match="refused") as found:
+        spec.check_answer(op, ("alice", 10), helpers.WalletNotFound("alice"), {})   # the wallet closed since
+    assert found.value.prop == spec.TRUTHFUL
 
 
 # --- the lessons' handlers ------------------------------------------------------------------------------------

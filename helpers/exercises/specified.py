@@ -36,6 +36,7 @@ GLOSS = {             # each property in a few words, for the sentence that says
     "bound to its payload": "an idempotency key takes effect for one payload only",
     "truthful": "a success means the write is there; an answer that says nothing was written means nothing was",
     "live": "a request sent again gets a final answer",
+    "useful": "a valid request the wallet can pay succeeds, and every refusal has a reason",
 }
 
 

@@ -105,6 +105,14 @@ class PaymentProvider:
         with self._lock:
             self._failures = n
 
+    def find(self, idempotency_key: str) -> Charge | None:
+        """The charge made with `idempotency_key`, however long ago, or None: a lookup, not a request (it
+        charges nothing and never fails). A key's *deduplication* ends with its window, the charge does not:
+        Stripe keeps every charge, and its Search API finds one by the metadata it was made with."""
+        check_key(idempotency_key)
+        with self._lock:
+            return next((c for c in self.made if c.idempotency_key == idempotency_key), None)
+
     def charge(self, wallet_id: str, amount: int, idempotency_key: str) -> Charge:
         """Charge `amount` to `wallet_id` once per `idempotency_key` (within the key window)."""
         check_wallet_id(wallet_id)
