@@ -26,7 +26,7 @@ their own folders:
     resends          resender(): 06's writes sent again while DynamoDB wrote nothing (or cannot say)
     payment_requests check_payment(): 06's request shape, names and key length, before anything is written
     scenarios        06's six scenarios run against a handler, logged and drawn (the harness, not the lesson)
-    specification    the four properties every retry-safe handler holds (once, bound, truthful, live)
+    specification    the five properties every retry-safe handler holds (once, bound, truthful, live, useful)
     checker          check_handler(): generated histories against a handler, held to the specification
     subjects         what the checker holds: a handler (06), a debit (03-05, 08), HTTP (09), Postgres (10), a record
     charts, notebook display settings and small chart functions

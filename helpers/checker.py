@@ -6,14 +6,19 @@ and sends it histories that hypothesis generates and shrinks: keys from a small 
 sometimes differ, two callers, attempts that share an invocation ID and a millisecond; a crash at any
 step the handler reaches (each `hook(step)` call), a duplicate arriving there (or after the attempt
 stalled past its lease), a lost DynamoDB answer or one of DynamoDB's failure answers at any write,
-the payment provider down; leases and retention windows running out. After each history it quiesces
-(leases over, each key's first request sent again until it gets a final answer) and checks the four
+the payment provider down; leases and retention windows running out -- and where bugs live: old keys resent
+across the retention window's edge, an attempt stalled to just short of its lease or slowed 10 s mid-way, the
+world changing between steps (a wallet closed, reopened, paid from elsewhere), amounts at the design's declared
+limits. After each history it quiesces
+(leases over, each key's first request sent again until it gets a final answer) and checks the five
 properties. The answer is a `Verdict`: the properties held, or the first broken one with the shortest
 history the search found, as data.
 
 The handler's surroundings come from the handler's own module globals (a notebook's namespace):
 `db` (its clock), `wallets` (the wallet table), `provider` (replaced by a fresh `PaymentProvider` for
-each history), `LEASE_SECONDS` and `RETENTION_SECONDS`; faults are injected on every boto3 table
+each history), `LEASE_SECONDS` and `RETENTION_SECONDS`, and the limits the design declares, `MAX_AMOUNT` and
+`GUARDS_OVERDRAFT` (the reference model applies them: see `helpers.specification.Model`); faults are injected on
+every boto3 table
 and client found there.
 
 Other shapes are *subjects* (`helpers/subjects.py`): `DebitSubject` (a debit function, notebooks 03-05
@@ -338,11 +343,13 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
         def judge(self, request: tuple, answer: Any, moved: dict[str, int]) -> None:
             caller, key, payload, _ = request
-            op = self.ops[(caller, key)]
+            op = self.operation(request)
             try:
                 check_answer(op, payload, answer, moved, model, [*self.closed, *self.ops.values()])
             except Violation as violation:
                 self.fail(violation)
+            if op.after is not None and op.after.successes and op.successes == op.after.successes[:1]:
+                op.first_at = op.after.first_at     # a replay past the window: the same operation, its window over
 
         def note(self, request: tuple, answer: Any, what: str = "", when: str = "", fault: tuple | None = None,
                  crash_at: int | None = None) -> None:
@@ -411,6 +418,10 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                     subject.clock.advance(edge - EDGE_SECONDS - subject.clock.now())
                     self.said.append({"said": f"time passes to {EDGE_SECONDS:.0f} s before the oldest key's window "
                                               "ends (the same keys are sent again)", "wait": "retention"})
+                    if not one_at_a_time:        # old keys resent across the edge: just before it, then just after
+                        self.resend_all(f" (resent {EDGE_SECONDS:.0f} s before its window ends)")
+                        subject.clock.advance(2 * EDGE_SECONDS)
+                        self.resend_all(f" (resent {EDGE_SECONDS:.0f} s after its window ends)")
                 return
             self.quiesce()
             subject.clock.advance(subject.retention + 3600)
@@ -444,6 +455,16 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
         if subject.world:        # a rule only where the subject can change the world around its handler
             change = rule(what=st.sampled_from(["close", "reopen", "elsewhere"]),
                           wallet=st.sampled_from(list(WALLETS)))(change)
+
+        def resend_all(self, why: str) -> None:
+            """Every key of the history sent once more with its first payload, as a late duplicate would be."""
+            for (caller, key), op in list(self.ops.items()):
+                if self.broken:
+                    return
+                request, before = (caller, key, op.first, "edge"), self.money()
+                answer = self.call(request, lambda step: None)
+                self.note(request, answer, why)
+                self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()})
 
         def quiesce(self) -> None:
             subject.clock.advance(subject.lease + 1)

@@ -236,6 +236,10 @@ def check_useful(op: Operation, payload: tuple[str, int], answer: Any, kind: str
     if kind not in NOTHING_WRITTEN:
         return
     reasons = model.reasons(op, payload, ops)
+    said = _reasons_given(answer)
+    if reasons and said is not None and not said & reasons:     # refused, but not for the reason it gives
+        raise Violation(USEFUL, f"{_pay(payload)} was refused with {in_words(answer)}, which is not why: "
+                                f"{' and '.join(sorted(reasons))}")
     if kind == MISMATCH and ANOTHER_PAYLOAD not in reasons:
         raise Violation(USEFUL, f"{_pay(payload)} under key {op.key!r} was answered {in_words(answer)} (the key "
                                 "holds another payment), but the key was never used for another payment")
@@ -243,6 +247,19 @@ def check_useful(op: Operation, payload: tuple[str, int], answer: Any, kind: str
         raise Violation(USEFUL, f"{_pay(payload)} is a valid payment the wallet can pay, but it was refused: "
                                 f"{in_words(answer)} (a refusal needs a reason: bad input, too little money, "
                                 "a key used for another payment)")
+
+
+def _reasons_given(answer: Any) -> set[str] | None:
+    """The reasons a refusal gives, where it names one (a missing wallet, too little money, another payload under
+    the key); None for one that names none (a bare 400)."""
+    status = answer.get("status") if isinstance(answer, Mapping) else None
+    if isinstance(answer, WalletNotFound) or status == 404:
+        return {CLOSED, NOT_THEIRS}
+    if isinstance(answer, InsufficientFunds) or status == 402:
+        return {TOO_LITTLE}
+    if status == 422 or type(answer).__name__ in REFUSING_ERRORS:
+        return {ANOTHER_PAYLOAD}
+    return None
 
 
 def check_money(ops: list[Operation], debited: Mapping[str, int], charged: Mapping[str, int] | None) -> None:

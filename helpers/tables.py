@@ -71,3 +71,11 @@ def read_item(table: Any, key: dict[str, str]) -> dict[str, Any] | None:
         return None
     return {k: (int(v) if isinstance(v, Decimal) and v == v.to_integral_value() else v)
             for k, v in sorted(item.items())}
+
+
+def as_python(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as DynamoDB's own JSON carries it (``{"status": {"S": "COMPLETED"}}``, as in an error response's
+    `Item` or a transaction's cancellation reasons) turned into Python values (``{"status": "COMPLETED"}``)."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    return {name: TypeDeserializer().deserialize(value) for name, value in item.items()}

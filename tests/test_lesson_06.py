@@ -26,6 +26,7 @@ from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext,
 from helpers.meter import CallCounter
 from helpers.scenarios import scenario
 from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
+from helpers.specification import Crash
 
 from notebook_code import lesson
 
@@ -113,16 +114,16 @@ def test_replay_is_byte_identical(nb):
 
 def test_a_stale_lease_cannot_complete(nb):
     key = fresh_run(nb)
-    assert nb["claim"](key, nb["PAYLOAD"], "old") is None
+    assert nb["claim"](key, nb["PAYLOAD"], "old")["lease_token"] == "old"       # ours
     nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
-    assert nb["claim"](key, nb["PAYLOAD"], "new") is None              # taken over
+    assert nb["claim"](key, nb["PAYLOAD"], "new")["lease_token"] == "new"       # taken over
     assert nb["complete"](key, "old", {"status": 201, "body": {}}) is False
     assert nb["complete"](key, "new", {"status": 201, "body": {}}) is True
 
 
 def test_expired_lease_with_a_different_payload_is_a_mismatch_not_a_takeover(nb):
     key = fresh_run(nb)
-    assert nb["claim"](f"{nb['CALLER']}#{key}", nb["PAYLOAD"], "first") is None      # pay's record key
+    assert nb["claim"](f"{nb['CALLER']}#{key}", nb["PAYLOAD"], "first")["lease_token"] == "first"  # pay's key
     nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
     assert nb["pay"](key, {"wallet": nb["WALLET"], "amount": 99}, "other") == nb["MISMATCH"]
     assert debits(nb) == 0
@@ -215,13 +216,13 @@ def test_a_conflict_in_either_slot_is_never_read_as_already_debited(nb, slot):
     errors = ErrorResponses(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
     try:
         with pytest.raises(ClientError) as raised:
-            nb["debit_once"](nb["WALLET"], 10, debit_key)
+            nb["debit_once"](nb["WALLET"], 10, debit_key, 0)
     finally:
         errors.uninstall()
     reasons = [r["Code"] for r in raised.value.response["CancellationReasons"]]
     assert reasons[slot] == "TransactionConflict" and debits(nb) == 0
-    assert nb["debit_once"](nb["WALLET"], 10, debit_key) is True and debits(nb) == 1   # nothing had been written
-    assert nb["debit_once"](nb["WALLET"], 10, debit_key) is False and debits(nb) == 1  # the marker's own CCF
+    assert nb["debit_once"](nb["WALLET"], 10, debit_key, 0) is True and debits(nb) == 1   # nothing had been written
+    assert nb["debit_once"](nb["WALLET"], 10, debit_key, 0) is False and debits(nb) == 1  # the marker's own CCF
 
 
 def test_one_conflict_is_resent_and_charges_once(nb):
@@ -407,10 +408,10 @@ def test_key_reused_with_another_payload_after_a_partial_failure_is_refused(nb, 
 
 def test_a_marker_under_the_key_for_another_debit_is_not_already_debited(nb):
     key = fresh_run(nb)
-    assert nb["debit_once"]("alice", 10, f"shop-a#{key}") is True
+    assert nb["debit_once"]("alice", 10, f"shop-a#{key}", 0) is True
     with pytest.raises(nb["KeyReused"], match="already debited 10"):
-        nb["debit_once"]("alice", 99, f"shop-a#{key}")
-    assert nb["debit_once"]("alice", 10, f"shop-a#{key}") is False and debits(nb) == 1
+        nb["debit_once"]("alice", 99, f"shop-a#{key}", 0)
+    assert nb["debit_once"]("alice", 10, f"shop-a#{key}", 0) is False and debits(nb) == 1
 
 
 def test_two_attempts_with_one_invocation_id_in_one_millisecond_do_not_share_the_lease(nb):
@@ -471,3 +472,57 @@ def test_a_badly_shaped_request_is_bad_input_naming_the_field_nothing_written(nb
         nb[handler](key, payload, invocation)
     assert debits(nb) == 0 and nb["provider"].calls == 0
     assert nb["records"].scan(ConsistentRead=True)["Items"] == records_before
+
+
+# --- issue 33: every clock's edge, the world changing, the limits -- through 06's own pay ---------------------------
+
+def test_a_payment_resent_across_the_windows_edge_debits_and_charges_once(nb):
+    """The provider down at t0 and again 5 s before the window ends, then the same request after it: the record,
+    unfinished, never expires into a new payment, and its marker is that payment's (key and started_at)."""
+    key = fresh_run(nb)
+    for wait in (0, nb["RETENTION_SECONDS"] - 5):
+        nb["db"].clock.advance(wait)
+        nb["provider"].fail_next(1)
+        with pytest.raises(ProviderUnavailable):
+            nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+    assert nb["pay"](key, nb["PAYLOAD"], "inv-2")["status"] == 201
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
+
+
+def test_a_crash_after_the_charge_finished_past_the_providers_window_is_not_charged_again(nb):
+    key, charged = fresh_run(nb), []
+    def crash(step):
+        if step == "charged":
+            raise Crash(step)
+    with pytest.raises(Crash):
+        nb["pay"](key, nb["PAYLOAD"], "inv-1", hook=crash)
+    nb["db"].clock.advance(nb["PROVIDER_WINDOW"] - 5)
+    with watch_charges(lambda charge, new: charged.append(new)):
+        assert nb["pay"](key, nb["PAYLOAD"], "inv-2")["status"] == 201
+    assert (debits(nb), nb["provider"].charges, charged) == (1, 1, [])   # looked up, not asked again
+
+
+def test_a_payment_that_went_through_is_replayed_after_its_wallet_closed(nb):
+    key = fresh_run(nb)
+    first = nb["pay"](key, nb["PAYLOAD"], "inv-1")
+    nb["wallets"].delete_item(Key={"pk": nb["WALLET"]})
+    try:
+        assert nb["pay"](key, nb["PAYLOAD"], "inv-2") == first
+        with pytest.raises(helpers.WalletNotFound):
+            nb["pay"](f"{key}-new", nb["PAYLOAD"], "inv-3")            # a new key: refused, its claim freed
+        assert helpers.read_item(nb["records"], {"pk": f"{nb['CALLER']}#{key}-new"}) is None
+    finally:
+        helpers.open_wallet(nb["wallets"], nb["WALLET"], 100)
+
+
+@pytest.mark.parametrize("amount, error", [(101, helpers.InsufficientFunds), (10**37, helpers.BadInput),
+                                           (99_999_999 + 1, helpers.BadInput)],
+                         ids=["overdraft", "1e37", "max+1"])
+def test_an_overdraft_and_an_amount_over_the_limit_are_named_refusals_with_nothing_written(nb, amount, error):
+    key = fresh_run(nb)
+    with pytest.raises(error):
+        nb["pay"](key, {"wallet": nb["WALLET"], "amount": amount}, "inv-1")
+    assert debits(nb) == 0 and nb["provider"].charges == 0
+    assert helpers.read_item(nb["records"], {"pk": f"{nb['CALLER']}#{key}"}) is None   # the key is free
+    assert nb["pay"](key, nb["PAYLOAD"], "inv-2")["status"] == 201                      # and takes a payment

@@ -115,18 +115,17 @@ def claim_with(nb: dict[str, Any], condition: str, values: Callable[[int, int, s
         kept = nb["RETENTION_SECONDS"] if retention is None else retention
         names = {"ExpressionAttributeNames": {"#status": "status"}} if "#status" in condition else {}
         try:
+            item = {"pk": key, "status": "IN_PROGRESS", "lease_token": lease_token, "started_at": t,
+                    "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "expires_at": t + kept,
+                    "payload_fingerprint": fp}
             nb["with_resends"](lambda: nb["records"].put_item(
-                Item={"pk": key, "status": "IN_PROGRESS", "lease_token": lease_token,
-                      "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "expires_at": t + kept,
-                      "payload_fingerprint": fp},
-                ConditionExpression=condition, ExpressionAttributeValues=values(t, t_ms, fp),
+                Item=item, ConditionExpression=condition, ExpressionAttributeValues=values(t, t_ms, fp),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD", **names))
-            return None
+            return item                           # the record ours: pay compares its lease token with its own
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
-            record = nb["as_python"](error.response["Item"])
-            return None if record["lease_token"] == lease_token else record
+            return nb["as_python"](error.response["Item"])
     return claim
 
 
@@ -194,9 +193,9 @@ def _same_debit_wallet_only(nb):
 def _debit_once_every_cancellation(nb):
     original = nb["debit_once"]
 
-    def debit_once(wallet_id, amount, key):
+    def debit_once(wallet_id, amount, key, started_at):
         try:
-            return original(wallet_id, amount, key)
+            return original(wallet_id, amount, key, started_at)
         except ClientError as error:
             if _code(error) == "TransactionCanceledException":
                 return False                  # the mistake: a conflict read as "already debited"
@@ -205,14 +204,12 @@ def _debit_once_every_cancellation(nb):
 
 
 def _debit_once_two_writes(nb):
-    def debit_once(wallet_id, amount, key):
-        t = nb["now"]()
+    def debit_once(wallet_id, amount, key, started_at):
         try:
             nb["with_resends"](lambda: nb["wallets"].put_item(
-                Item={"pk": f"debit#{key}", "wallet": wallet_id, "amount": amount,
-                      "expires_at": t + nb["RETENTION_SECONDS"]},
-                ConditionExpression="attribute_not_exists(pk) OR expires_at < :now",
-                ExpressionAttributeValues={":now": t}, ReturnValuesOnConditionCheckFailure="ALL_OLD"))
+                Item={"pk": f"debit#{key}", "wallet": wallet_id, "amount": amount, "started_at": started_at},
+                ConditionExpression="attribute_not_exists(pk) OR started_at < :started",
+                ExpressionAttributeValues={":started": started_at}, ReturnValuesOnConditionCheckFailure="ALL_OLD"))
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
@@ -235,16 +232,17 @@ def _end_lease_deleting(nb):
     return end_lease
 
 
-def _do_work(nb, *, debit: bool = True, provider_key: Callable[[str, str], str] = lambda key, inv: key,
+def _do_work(nb, *, debit: bool = True, provider_key: Callable[[str, str], str] | None = None,
              pending: bool = False):
     """06's do_work, with its debit left out, another provider key, or a 201 when the charge failed."""
-    def do_work(key, payload, invocation, hook):
+    def do_work(key, payload, invocation, hook, started_at):
         if debit:
-            nb["debit_once"](payload["wallet"], payload["amount"], key)
+            nb["debit_once"](payload["wallet"], payload["amount"], key, started_at)
         hook("debited")
         try:
             charge_id = nb["provider"].charge(payload["wallet"], payload["amount"],
-                                              idempotency_key=provider_key(key, invocation)).charge_id
+                                              idempotency_key=(provider_key or (lambda k, i: f"{k}@{started_at}"))(
+                                                  key, invocation)).charge_id
         except ConnectionError:
             if not pending:
                 raise
@@ -303,11 +301,11 @@ def _unscoped(nb):
 
 @contextlib.contextmanager
 def _06_retention(name: str, seconds: int, marker_too: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """06's claim (and its debit marker) keeping keys `seconds`, while the module still declares its 24 h: the
-    checker reads RETENTION_SECONDS from the module when the subject is made, and finds 24 h there."""
+    """06's claim and completion (and its debit marker) keeping keys `seconds`, while the module still declares
+    its 24 h: the checker reads RETENTION_SECONDS from the module when the subject is made, and finds 24 h there."""
     nb = namespace(NB06)
     short = {**nb, "RETENTION_SECONDS": seconds}
-    swaps = {"claim": rebound(nb["claim"], short)}
+    swaps = {"claim": rebound(nb["claim"], short), "complete": rebound(nb["complete"], short)}
     if marker_too:
         swaps["debit_once"] = rebound(nb["debit_once"], short)
     with swapped(nb, **swaps):
@@ -342,7 +340,7 @@ SAVED_RESPONSE = [
           "throttling -- is read as 'already debited', so a debit that never happened is answered paid.",
           lambda: _06("06 every cancellation already debited", debit_once=_debit_once_every_cancellation),
           lacks="faults that last: each drawn DynamoDB failure falls on one write, and 06's with_resends sends a "
-                "cancelled transaction again, so the misread cancellation is never the one the debit ends with"),
+                "cancelled transaction again, so the misread cancellation is rarely the one the debit ends with"),
     Wrong("06 marker and debit in two writes", SAVED, "The debit marker is written, then the balance, in two "
           "writes: a failure between them leaves a marker with no debit, which the resend takes as done.",
           lambda: _06("06 marker and debit in two writes", debit_once=_debit_once_two_writes)),
@@ -373,8 +371,7 @@ SAVED_RESPONSE = [
           lambda: _06_wrapped("06 debits and answers 500", _always_500)),
     Wrong("06 wallet checked before the record", SAVED, "The wallet is looked up before the saved answer, so a "
           "retry after the wallet was closed is told WalletNotFound ('nothing written') for a payment that went "
-          "through.", lambda: _06_wrapped("06 wallet checked before the record", _wallet_first),
-          lacks="the world changing: no history closes (or reopens, or pays from) a wallet between its steps"),
+          "through.", lambda: _06_wrapped("06 wallet checked before the record", _wallet_first), histories=300),
     Wrong("06 WalletNotFound for too little money", SAVED, "A wallet that cannot pay is answered 'no such wallet': "
           "a refusal, but not for its reason.", lambda: _06_wrapped("06 WalletNotFound for too little money",
                                                                      _wrong_reason)),
@@ -383,7 +380,7 @@ SAVED_RESPONSE = [
           lambda: _06_retention("06 records kept 60 s, 24 h declared", 60, marker_too=True)),
     Wrong("06 record kept 1 h, 24 h declared", SAVED, "The saved response expires after an hour (the debit marker "
           "keeps its 24 h) while the module declares 24 h.",
-          lambda: _06_retention("06 record kept 1 h, 24 h declared", 3600, marker_too=False)),
+          lambda: _06_retention("06 record kept 1 h, 24 h declared", 3600, marker_too=False), histories=300),
 ]
 
 

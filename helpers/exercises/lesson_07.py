@@ -207,6 +207,7 @@ def _consumer_subject() -> type:
 
         faults = ("lost", "answer", "in progress")
         interleaves = crashes = False  # a delivery runs to its end; concurrent deliveries are a scenario check
+        world = False                  # a message for a wallet closed since is a poison message: another lesson
         writes, faults_alike = 1, True       # its one write, and each fault as likely as another: a short search
 
         def __init__(self, consumer: QueueConsumer, db: Backend, table: Any) -> None:
