@@ -131,6 +131,7 @@ class Operation:
     payloads: set[tuple[str, int]] = field(default_factory=set)  # every payload sent under the key so far
     first_at: float = 0.0                                        # when its first request was sent (its window)
     after: Operation | None = None       # the finished operation under the same key whose window had passed
+    moved: int = 0                       # money its answers saw move (debited), all copies together
 
 
 # --- the reference model: which answers a request may get --------------------------------------------------------
@@ -200,6 +201,7 @@ def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Ma
     """The properties one answer can break on its own: truthful (nothing written, replays), bound, and --
     given the reference `model` and every operation of the history (`ops`) -- useful."""
     kind = classify(answer)
+    op.moved += sum(amount for name, amount in moved.items() if name.endswith("debited"))
     (op.pending.discard if kind in FINAL else op.pending.add)(payload)
     if kind in NOTHING_WRITTEN and any(moved.values()):
         what = ", ".join(f"{name} {amount:+}" for name, amount in moved.items() if amount)
@@ -266,8 +268,8 @@ def check_money(ops: list[Operation], debited: Mapping[str, int], charged: Mappi
     """At quiescence: per wallet, debited = charged = the amounts answered success (once, and bound)."""
     answered: dict[str, int] = {wallet: 0 for wallet in debited}
     for op in ops:
-        if op.successes and op.after is not None and op.after.successes and _same(op.successes[0][1],
-                                                                                  op.after.successes[0][1]):
+        if (op.successes and op.after is not None and op.after.successes and not op.moved
+                and _same(op.successes[0][1], op.after.successes[0][1])):
             continue          # a design that remembers a key past its window replayed the first answer: no payment
         if op.successes:
             wallet, amount = op.successes[0][0]
