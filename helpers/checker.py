@@ -42,9 +42,9 @@ A handler that keeps no record of its keys, defined where its `db`, `wallets` an
     ...     return {"status": 201, "body": json.dumps({"charge": charge.charge_id})}
     >>> verdict = check_handler(pay, histories=10, steps=2, shrink=False)   # the default shrinks (slower)
     >>> print(verdict)
-    pay breaks once: wallet 'alice': debited 30, charged 20, but the answers said 20 was paid
+    pay breaks once: wallet 'bob': debited 20, charged 10, but the answers said 10 was paid
     the first history found (not shrunk):
-      1. shop-a sends k2 (10 from alice) as inv-2 -> 201 ch_0001
+      1. shop-a sends k2 (10 from bob) as inv-1, write 0's answer lost -> ReadTimeoutError
     ...
     >>> verdict.broken, verdict.history[0]["caller"]
     ('once', 'shop-a')

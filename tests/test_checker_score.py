@@ -57,6 +57,8 @@ def _marks(wrong: Wrong) -> list[pytest.MarkDecorator]:
     marks = [ON_MOTO_ONLY] if wrong.kind == POSTGRES else []
     if wrong.lacks:
         marks.append(pytest.mark.xfail(strict=True, reason=f"today's checker lacks {wrong.lacks}"))
+    elif wrong.lacks_on and BACKEND in wrong.lacks_on:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"today's checker lacks {wrong.lacks_on[BACKEND]}"))
     return marks
 
 

@@ -35,19 +35,19 @@ EXERCISES = {
     # lesson: (notebook, the reader's function, checker, what an error-swallowing answer says, the property it breaks,
     #          the properties the solution holds)
     "00": ("00_why_retries_happen", "my_handler", check_payment_handler, {"status": "paid"}, "once",
-           "once, truthful and live"),
+           "once, truthful, live and useful"),
     "01": ("01_fixed_value_updates", "my_set_status", check_order_safe_update, "already applied", "truthful",
            "truthful and live"),
     "02": ("02_conditional_creates", "my_sign_up", check_sign_up, "already created", "truthful",
            "truthful and live"),
     "03": ("03_request_id_increments", "my_debit", check_retry_safe_debit, "already applied", "once",
-           "once, truthful and live"),
+           "once, truthful, live and useful"),
     "04": ("04_where_it_stops", "my_debit", check_guarded_debit, "already applied", "once",
-           "once, truthful and live"),
+           "once, truthful, live and useful"),
     "05": ("05_remembering_every_request", "my_debit", check_ledger_debit, "already applied", "once",
-           "once, truthful and live"),
+           "once, truthful, live and useful"),
     "08": ("08_when_dynamodb_says_no", "my_pay", check_bounded_pay, "already applied", "once",
-           "once, truthful and live"),
+           "once, truthful, live and useful"),
 }
 by_lesson = pytest.mark.parametrize("n", sorted(EXERCISES))
 
@@ -136,8 +136,9 @@ def test_the_starter_still_fails(db, n):
     assert_fits(verdict)
 
 
-def test_04_insufficient_funds_told_after_the_money_was_taken_breaks_truthful(db):
-    """04's refusal is final and says nothing was taken: answered for a debit that went through, it is a lie."""
+def test_04_insufficient_funds_told_after_an_error_is_not_yet(db):
+    """04's refusal is final and says nothing was taken: answered for a debit that went through, it is a lie; answered
+    for one that wrote nothing (a conflict), it refuses a payment the wallet could make."""
     reference = solution("04")
 
     def refuses_on_any_error(*args):
@@ -148,8 +149,10 @@ def test_04_insufficient_funds_told_after_the_money_was_taken_breaks_truthful(db
 
     refuses_on_any_error.__name__ = "my_debit"
     verdict = check_guarded_debit(refuses_on_any_error, db=db)
-    assert not verdict.passed and "breaks 'truthful'" in verdict.message, verdict.message
-    assert "says nothing was written, but money moved" in verdict.message
+    # told as *truthful* (money moved under a refusal) or as *useful* (a valid, funded debit refused): both are it
+    assert not verdict.passed and ("breaks 'truthful'" in verdict.message or "breaks 'useful'" in verdict.message)
+    assert ("says nothing was written, but money moved" in verdict.message
+            or "is a valid payment the wallet can pay, but it was refused" in verdict.message), verdict.message
 
 
 # --- the options the exercises use, on the lessons' own debits ------------------------------------------------------

@@ -291,7 +291,7 @@ def run_handler(schedule) -> list[str]:
 
     def applied():
         debited = START - helpers.read_balance(code["wallets"], code["WALLET"])
-        charged = [c.idempotency_key for c in provider.made]
+        charged = [c.idempotency_key.split("@")[0] for c in provider.made]     # 06's provider key: caller#key@start
         charges = lambda k: sum(c in (key(k), f"{caller}#{key(k)}") for c in charged)  # noqa: E731 - keys scoped per caller
         return {k: (debited // AMOUNTS[k] % 100, charges(k)) for k in range(3)}
 
