@@ -47,10 +47,11 @@ class BadInput(ValueError):
 
 
 class WalletNotFound(LookupError):
-    """The wallet does not exist; nothing was written."""
+    """The wallet does not exist; nothing was written -- or, where a handler keeps a claim made before it found out,
+    `written` says what was (notebook 10: no money moved, the claim keeps the key)."""
 
-    def __init__(self, wallet_id: str) -> None:
-        super().__init__(f"wallet {wallet_id!r} does not exist; nothing was written")
+    def __init__(self, wallet_id: str, written: str = "nothing was written") -> None:
+        super().__init__(f"wallet {wallet_id!r} does not exist; {written}")
         self.wallet_id = wallet_id
 
 

@@ -378,8 +378,8 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(nb, user_id, key, payload
 
 def test_a_missing_wallet_rolls_back_the_work_and_keeps_the_claim(nb):
     fresh(nb, POSTGRES)
-    with pytest.raises(WalletNotFound, match="'nobody' does not exist"):
-        nb["pay"](nb["USER"], "t10-nobody", {"wallet": "nobody", "amount": 10}, "inv-1")
+    with pytest.raises(WalletNotFound, match="'nobody' does not exist; no money moved; the claim keeps the key"):
+        nb["pay"](nb["USER"], "t10-nobody", {"wallet": "nobody", "amount": 10}, "inv-1")   # not "nothing written"
     assert nb["balance"](nb["WALLET"]) == 100 and nb["rows"]("outbox").empty
     [claim] = nb["rows"]("idempotency").to_dict("records")          # bound to its payload, unanswered
     assert claim["idempotency_key"] == "t10-nobody" and pd_isna(claim["response_status_code"])
