@@ -18,6 +18,10 @@ Each layer is undoable: ``layer.install(target)`` returns the layer, ``layer.uni
 from every client it was installed on (in any order: the other layers stay), and ``with layer.install(t):``
 does both. When the last layer of an endpoint goes, botocore's own method is back.
 
+`Between(other)` runs another request to completion on the wire, just before the caller's first write is sent
+(after any read it made): the race a read-then-write loses, made to happen every time, with no threads and no
+timing (the exercises' checkers use it).
+
 `watch_answers(target, clock)` keeps the answer to each request on the wire, botocore's own resends included
 (`Answer`: attempt number, HTTP status, error code, CancellationReasons, virtual time; writes only, unless
 `operations=` names others), and calls `on_answer(answer)` as each arrives, if given (notebook 00's timeline,
@@ -233,3 +237,29 @@ def watch_answers(target: Any, clock: VirtualClock, *, on_answer: Callable[[Answ
                   operations: Iterable[str] = WRITES) -> AnswerLog:
     """Record every answer `target` (a client, resource or Table) gets to a write; returns the log."""
     return AnswerLog(clock, on_answer=on_answer, operations=operations).install(target)
+
+
+# --- another request, run in between -------------------------------------------------------------------------
+
+class Between(Layer):
+    """Run `other()` -- another sender's request, on a client of its own -- to completion just before the `at`-th
+    write (from 0) the clients this layer is installed on send, once: what a read-then-write meets when another
+    request lands between its read and its write. Deterministic: no threads, no timing. `ran` says it happened.
+
+    The layer sees the application's requests only (botocore's own resends, attempt 2 and on, pass untouched), and
+    calls `other()` outside the layers of its own client, so `other` may use any client but this one's.
+    """
+
+    rank = WATCHER
+
+    def __init__(self, other: Callable[[], Any], *, at: int = 0, operations: Iterable[str] = WRITES) -> None:
+        self.other, self.at, self.operations = other, at, frozenset(operations)
+        self.seen, self.ran = 0, False
+
+    def on_wire(self, call: Call) -> Result:
+        if call.operation in self.operations and call.attempt == 1:
+            if self.seen == self.at and not self.ran:
+                self.ran = True
+                self.other()
+            self.seen += 1
+        return call.send()

@@ -5,7 +5,9 @@ carries the sender's event number `seq` (every order starts ``placed``, seq 1).
 The update returns "applied" or "already applied" (its own earlier attempt
 committed), and refuses an update older than what the order holds by raising
 (the notebook's `StaleUpdate`), writing nothing. The checker sends updates
-under seeded lost responses, the late-retry order, out-of-order and
+under seeded lost responses, the late-retry order, out-of-order delivery,
+a newer update landing between the update's read and its write (run on the
+wire, `helpers.wire.Between`: the same on every run and every backend),
 concurrent updates, and bad input. Then it holds the update to the *truthful*
 and *live* parts of the collection's specification (`helpers.checker`):
 generated histories of updates with lost responses and DynamoDB's failure
@@ -23,6 +25,7 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from ..wire import Between
 from .specified import ItemSubject, Specification
 from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, said, verdict
 
@@ -101,6 +104,19 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
             raise Counterexample("shipped (seq 3) arrived before packed (seq 2): expected packed refused and the order "
                                  f"still shipped (seq 3); your update answered {said(result)} and left {state(table)}.")
 
+    def in_between() -> None:
+        table = new_order()
+        other = db.table(TABLE)                           # another sender, on a client of its own
+        newer = Between(lambda: other.put_item(Item={"pk": ORDER, "status": "shipped", "seq": 3})).install(table)
+        result = send(table, "packed", 2)
+        newer.uninstall()
+        if not isinstance(result, Exception) or state(table) != "shipped (seq 3)":
+            raise Counterexample(
+                "you sent packed (seq 2) to an order placed (seq 1); just before your write reached the table, "
+                "another sender's shipped (seq 3) was applied: expected packed refused (StaleUpdate) and the order "
+                f"still shipped (seq 3); your update answered {said(result)} and left {state(table)}. Anything "
+                "can happen between a read and a write: the condition on seq must be checked by the write itself.")
+
     def concurrent() -> None:
         table = new_order()
         outcomes = race(lambda i: update(table, ORDER, "packed", 2), COPIES)
@@ -125,7 +141,8 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
 
     held = Specification.staged(lambda: _Updates(update, fresh_table(db, TABLE)), name="your update")
     return verdict(
-        [prompt_retries, late_retry, out_of_order, concurrent, bad_input, held],
-        passed=lambda: f"{schedules} lost-response schedules, the late retry, out-of-order delivery, {COPIES} "
+        [prompt_retries, late_retry, out_of_order, in_between, concurrent, bad_input, held],
+        passed=lambda: f"{schedules} lost-response schedules, the late retry, out-of-order delivery, a newer "
+                       f"update between your read and your write, {COPIES} "
                        f"concurrent updates and bad input all handled. {held.passed()}",
     )

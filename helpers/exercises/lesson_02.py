@@ -5,7 +5,9 @@ The reader writes `sign_up(table, username, email)`, which creates the item
 "already created" for a retry of the same sign-up; a username that already
 belongs to a different email is an error (raised), and nothing is written.
 The checker sends sign-ups under seeded lost responses, a collision with
-someone else's row, concurrent sign-ups and bad input. Then it holds the sign-up
+someone else's row, someone else's sign-up landing between the sign-up's read
+and its write (run on the wire, `helpers.wire.Between`: the same on every run
+and every backend), concurrent sign-ups and bad input. Then it holds the sign-up
 to the *truthful* and *live* parts of the collection's specification
 (`helpers.checker`): generated histories of sign-ups with lost responses and
 DynamoDB's failure answers injected, where "created" and "already created" must
@@ -22,8 +24,9 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from ..wire import Between
 from .specified import ItemSubject, Specification
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, verdict
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, said, verdict
 
 SignUp = Callable[[Any, str, str], Any]
 TABLE, COPIES = "exercise-02", 16
@@ -75,13 +78,32 @@ def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int 
             raise Counterexample(f"alice's first sign-up raised {raised(first)}")
         before = read_item(table, {"pk": "alice"})
         result = answer(lambda: sign_up(table, "alice", "mallory@example.com"))
+        story = "alice@example.com signed up as 'alice'; then mallory@example.com signed up as 'alice' too"
         if not isinstance(result, Exception):
-            raise Counterexample("alice@example.com signed up as 'alice'; then mallory@example.com signed up as "
-                                 f"'alice' too: expected an error (the username is taken), your sign-up answered "
+            raise Counterexample(f"{story}: expected UsernameTaken (the username is taken), your sign-up answered "
                                  f"{result!r} — mallory was told she has an account, and the row is alice's.")
         if read_item(table, {"pk": "alice"}) != before:
-            raise Counterexample("mallory@example.com signing up as 'alice' changed alice's row; "
-                                 "it should write nothing.")
+            raise Counterexample(f"{story}: your sign-up raised {raised(result)} but changed alice's row; a taken "
+                                 "username should write nothing.")
+        if type(result).__name__ != "UsernameTaken":
+            raise Counterexample(f"{story}: expected UsernameTaken, your sign-up raised {raised(result)}. A caller "
+                                 "tells a taken username by its error: raise UsernameTaken, the exercise's own.")
+
+    def in_between() -> None:
+        table = fresh_table(db, TABLE)
+        other = db.table(TABLE)                           # another sender, on a client of its own
+        mallory = Between(lambda: other.put_item(Item={"pk": "eve", "email": "mallory@example.com"})).install(table)
+        result = answer(lambda: sign_up(table, "eve", "eve@example.com"))
+        mallory.uninstall()
+        stored = (read_item(table, {"pk": "eve"}) or {}).get("email")
+        if not isinstance(result, Exception) or stored != "mallory@example.com":
+            outcome = (f"the row now holds {stored} — mallory's account was overwritten"
+                       if stored != "mallory@example.com" else "the row is mallory's")
+            raise Counterexample(
+                "eve@example.com signed up as 'eve'; just before your sign-up's write reached the table, "
+                "mallory@example.com's sign-up as 'eve' was applied: expected UsernameTaken and the row left to "
+                f"mallory; your sign-up answered {said(result)} and {outcome}. Anything can happen between a read "
+                "and a write: the write itself must be conditional (attribute_not_exists).")
 
     def concurrent() -> None:
         table = fresh_table(db, TABLE)
@@ -108,7 +130,8 @@ def check_sign_up(sign_up: SignUp, *, db: Backend | None = None, schedules: int 
 
     held = Specification.staged(lambda: _SignUps(sign_up, fresh_table(db, TABLE)), name="your sign-up")
     return verdict(
-        [lost_responses, someone_elses_row, concurrent, bad_input, held],
-        passed=lambda: f"{schedules} lost-response schedules, someone else's row, {COPIES} concurrent sign-ups and "
+        [lost_responses, someone_elses_row, in_between, concurrent, bad_input, held],
+        passed=lambda: f"{schedules} lost-response schedules, someone else's row (also between your read and your "
+                       f"write), {COPIES} concurrent sign-ups and "
                        f"bad input all handled. {held.passed()}",
     )
