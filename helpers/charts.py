@@ -1,4 +1,5 @@
-"""Small chart functions. Each draws one message from a DataFrame it is given: lines(), and 03's balances()."""
+"""Small chart functions. Each draws one message from a DataFrame it is given: lines(), bars(), 03's balances()
+and 12's load_over_time()."""
 
 from __future__ import annotations
 
@@ -44,4 +45,35 @@ def balances(frame: pd.DataFrame, *, title: str) -> None:
     ax.set_xlabel("payments made (logical operations)")
     ax.set_ylabel("balance read back from the table")
     ax.legend(frameon=False)
+    plt.show()
+
+
+def bars(series: pd.Series, *, title: str, xlabel: str, ylabel: str) -> None:
+    """One bar per row of `series`, labelled with its value."""
+    fig, ax = plt.subplots()
+    drawn = ax.bar([str(x) for x in series.index], series.values, color="tab:blue")
+    ax.bar_label(drawn, labels=[str(v) for v in series.values])
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    plt.show()
+
+
+def load_over_time(frame: pd.DataFrame, *, title: str, ylabel: str, shaded: tuple[float, float] | None = None,
+                   xlabel: str = "virtual time (s)") -> None:
+    """Notebook 12's load charts: one panel per column of `frame` (requests per bucket of time, the index the
+    bucket's start), on one scale, with the outage `shaded` (start, end) in every panel."""
+    fig, axes = plt.subplots(len(frame.columns), 1, sharex=True, sharey=True,
+                             figsize=(8.0, 1.6 * len(frame.columns) + 0.8))
+    width = float(frame.index[1] - frame.index[0]) if len(frame.index) > 1 else 1.0
+    for ax, column in zip(axes, frame.columns):
+        if shaded is not None:
+            ax.axvspan(*shaded, color="tab:red", alpha=0.12, label="outage")
+        ax.bar(frame.index, frame[column], width=width, align="edge", color="tab:blue")
+        ax.set_title(column, fontsize=10, loc="left")
+        ax.set_ylabel(ylabel, fontsize=9)
+    axes[0].legend(frameon=False, loc="upper right")
+    axes[-1].set_xlabel(xlabel)
+    fig.suptitle(title)
+    fig.tight_layout()
     plt.show()

@@ -18,6 +18,8 @@ raises for a wrong answer, so an unsolved exercise does not stop "Run All".
     lesson_09  check_retrying_client     an HTTP client that pays once, however its responses are lost
     lesson_10  check_outbox_worker       an outbox worker that charges every payment once (import it from
                                          helpers.exercises.lesson_10: it needs PostgreSQL)
+    lesson_12  check_careful_client      a caller that keeps its key, waits with full jitter and stays within
+                                         a retry budget (import it from helpers.exercises.lesson_12)
     verdict    Verdict (printed wrapped to 100 characters a line) and the steps every checker shares
     specified  Specification: every checker's last check, the collection's checker, told the same way in all
 """
