@@ -92,10 +92,8 @@ def my_pay(send, order, saved, budget, rng):
     while True:
         try:
             return send(key)
-        except ReadTimeoutError:
-            pass
-        except ClientError as error:
-            if error.response["Error"]["Code"] not in RETRYABLE:
+        except (ReadTimeoutError, ClientError) as error:
+            if isinstance(error, ClientError) and error.response["Error"]["Code"] not in RETRYABLE:
                 raise
         attempt += 1
         if attempt == MAX_ATTEMPTS or not budget.may_retry():
