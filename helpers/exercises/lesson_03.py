@@ -1,7 +1,9 @@
 """Notebook 03's exercise: a debit that is safe to retry.
 
 The checker runs the reader's function against the real backend -- under seeded
-lost-response schedules, concurrent duplicates and bad input, then through the
+lost-response schedules, a copy of the same request landing between the
+debit's read and its write (run on the wire, `helpers.wire.Between`: the same
+on every run and every backend), concurrent duplicates and bad input, then through the
 collection's checker (`helpers.checker`: generated histories with lost responses
 and DynamoDB's failure answers injected, one request at a time, since a
 `last_request_id` debit gives up *once* under ABA on purpose, as notebook 04
@@ -23,8 +25,9 @@ from ..concurrency import race
 from ..faults import LostResponses
 from ..ids import RequestIds
 from ..tables import fresh_table, read_balance
+from ..wire import Between
 from .specified import Specification, debit_subject
-from .verdict import Counterexample, Verdict, expect_bad_debits, verdict, wallet_table
+from .verdict import Counterexample, Verdict, answer, expect_bad_debits, said, verdict, wallet_table
 
 Debit = Callable[[Any, str, int, str], Any]
 
@@ -62,6 +65,20 @@ def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules
                                      f"requests {faults.lost} lost (seed {seed}, each retry resent with the same "
                                      f"request ID): expected balance {expected}, your debit left {actual}.")
 
+    def copy_in_between() -> None:
+        table = new_wallet()
+        other = db.table("exercise-debit")                # the copy's own client: another Lambda instance
+        copy = Between(lambda: answer(lambda: debit(other, "w", amount, "pay-1"))).install(table)  # your own debit
+        result = answer(lambda: debit(table, "w", amount, "pay-1"))
+        copy.uninstall()
+        if read_balance(table, "w") != start - amount:
+            raise Counterexample(
+                f"a payment of {amount} from {start} (request pay-1); just before your debit's write reached the "
+                "table, another copy of pay-1 (a resend, handled by another Lambda instance) was applied: expected "
+                f"balance {start - amount}; your debit answered {said(result)} and left {read_balance(table, 'w')}. "
+                "A copy can land between a read and a write: the check for the request ID belongs in the write's "
+                "own condition.")
+
     def concurrent() -> None:
         table = new_wallet()
         outcomes = race(lambda i: debit(table, "w", amount, "same-request"), 16)
@@ -74,7 +91,9 @@ def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules
     held = Specification.staged(lambda: debit_subject(debit, fresh_table(db, "exercise-debit"), db), name="your debit",
                                 keys_reused=False, one_at_a_time=True)
     return verdict(
-        [lost_responses, concurrent, lambda: expect_bad_debits(new_wallet(), debit, "w", "check"), held],
-        passed=lambda: f"{schedules} lost-response schedules, 16 concurrent duplicates, bad input and a missing "
+        [lost_responses, copy_in_between, concurrent, lambda: expect_bad_debits(new_wallet(), debit, "w", "check"),
+         held],
+        passed=lambda: f"{schedules} lost-response schedules, a copy between your read and your write, 16 "
+                       f"concurrent duplicates, bad input and a missing "
                        f"wallet all handled. {held.passed()}",
     )

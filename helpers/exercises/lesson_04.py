@@ -8,7 +8,10 @@ debit that went through) or "insufficient funds" (declined, nothing taken). Note
 debit)", since `last_request_id` cannot tell a first send from a late copy: both are accepted
 (the checker resends each payment before sending the next, so no copy comes late here).
 The checker sends payments that run the wallet dry under seeded lost
-responses, concurrent copies and concurrent distinct debits, and bad input. Then
+responses, a first payment larger than an untouched wallet's balance, a copy of
+the same debit landing between the debit's read and its write (run on the wire,
+`helpers.wire.Between`: the same on every run and every backend), concurrent
+copies and concurrent distinct debits, and bad input. Then
 it holds the debit to the collection's specification (`helpers.checker`):
 generated histories on small wallets with lost responses and DynamoDB's failure
 answers injected, one payment at a time (as above: no copy comes late), where
@@ -24,8 +27,9 @@ from ..backends import Backend, connect
 from ..concurrency import race
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from ..wire import Between
 from .specified import Specification, debit_subject
-from .verdict import Counterexample, Verdict, expect_bad_debits, resend, run_prefix, said, verdict
+from .verdict import Counterexample, Verdict, answer, expect_bad_debits, resend, run_prefix, said, verdict
 
 Debit = Callable[[Any, str, int, str], Any]
 TABLE, WALLET, START, AMOUNT, PAYMENTS, COPIES = "exercise-04", "alice", 50, 20, 4, 16
@@ -56,16 +60,40 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
                 left = balance(table)
                 result = resend(lambda: debit(table, WALLET, AMOUNT, f"{run}-{seed}-{n}"))
                 if result not in expected[n]:
-                    want = " or ".join(repr(e) for e in expected[n])
+                    want = repr(expected[n][0]) + (" or 'already applied'" if expected[n] is WENT_THROUGH else "")
                     raise Counterexample(
                         f"{PAYMENTS} payments of {AMOUNT} from {START}, each under a request ID of its own that every "
-                        f"resend after a lost response reuses (responses of write requests {faults.lost} lost, "
+                        f"resend after a lost response reuses ({_lost(faults.lost)}, "
                         f"seed {seed}): payment {n + 1}, "
                         f"sent when the balance was {left}, should answer {want}; your debit answered {said(result)}.")
             if balance(table) != START - 2 * AMOUNT:
                 raise Counterexample(f"{PAYMENTS} payments of {AMOUNT} from {START}, responses of write requests "
                                      f"{faults.lost} lost (seed {seed}): expected balance {START - 2 * AMOUNT}, your "
                                      f"debit left {balance(table)}.")
+
+    def untouched_wallet() -> None:
+        table = new_wallet(balance=AMOUNT - 5)
+        result = answer(lambda: debit(table, WALLET, AMOUNT, f"{run}-first"))
+        if result not in DECLINED_ANSWERS or balance(table) != AMOUNT - 5:
+            raise Counterexample(
+                f"a first payment of {AMOUNT} from a wallet of {AMOUNT - 5} that no debit has touched yet (it has no "
+                f"last_request_id): expected 'insufficient funds' and the balance still {AMOUNT - 5}; your debit "
+                f"answered {said(result)} and left {balance(table)}. The old item in the error holds only what the "
+                "wallet has: read what may be missing with .get().")
+
+    def copy_in_between() -> None:
+        table = new_wallet()
+        other = db.table(TABLE)                           # the copy's own client: another Lambda instance
+        copy = Between(lambda: answer(lambda: debit(other, WALLET, AMOUNT, f"{run}-copy"))).install(table)
+        result = answer(lambda: debit(table, WALLET, AMOUNT, f"{run}-copy"))
+        copy.uninstall()
+        if result not in WENT_THROUGH or balance(table) != START - AMOUNT:
+            raise Counterexample(
+                f"a payment of {AMOUNT} from {START}; just before your debit's write reached the table, another copy "
+                f"of the same payment (a resend, handled by another Lambda instance) was applied: expected "
+                f"'already applied' and balance {START - AMOUNT}; your debit answered {said(result)} and left "
+                f"{balance(table)}. A copy can land between a read and a write: the checks belong in the write's "
+                "own condition.")
 
     def concurrent() -> None:
         table = new_wallet()
@@ -92,10 +120,15 @@ def check_guarded_debit(debit: Debit, *, db: Backend | None = None, schedules: i
                                                       wallet_sort_key=True, refused=DECLINED_ANSWERS, opening=OPENING),
                                 name="your debit", keys_reused=False, one_at_a_time=True)
     return verdict(
-        [lost_responses, concurrent, bad_input, held],
-        passed=lambda: f"{schedules} lost-response schedules running the wallet dry, {COPIES} concurrent copies, "
+        [lost_responses, untouched_wallet, copy_in_between, concurrent, bad_input, held],
+        passed=lambda: f"{schedules} lost-response schedules running the wallet dry, a first payment over the "
+                       f"balance, a copy between your read and your write, {COPIES} concurrent copies, "
                        f"{COPIES} concurrent distinct debits and bad input all handled. {held.passed()}",
     )
+
+
+def _lost(lost: list[int]) -> str:
+    return f"responses of write requests {lost} lost" if lost else "no response lost"
 
 
 def _counts(outcomes: list[Any]) -> str:
