@@ -8,7 +8,8 @@ caller against the table and counts what reaches it:
 1. a 500 that wrote nothing, then DynamoDB's own answer: the caller retries and is charged once;
 2. a lost answer (the debit was applied): the resend carries the same key, charged once;
 3. a restart: the first answer is lost and the app is killed while the caller sleeps; pressed again, with
-   the same phone storage (`saved`), the order is charged once -- the key was saved before the first attempt;
+   the same phone storage (`saved`), the order is charged once; and no key was sent before it was saved (an
+   app killed during that first request would come back without it);
 4. a double press: two callers for one order, side by side, charged once;
 5. a refusal (a wallet that does not exist, an amount that is not allowed): raised at once, one request;
 6. twenty callers meeting an outage together, each with its own budget and its own seeded `rng`: every wait
@@ -100,14 +101,17 @@ def check_careful_client(pay: Pay, *, db: Backend | None = None, debit: Callable
     class Rig:
         """A fresh wallet of START, and `send(key)`: one debit of AMOUNT with `key`, each key's sends counted."""
 
-        def __init__(self, amount: Any = AMOUNT, wallet: str = WALLET) -> None:
+        def __init__(self, amount: Any = AMOUNT, wallet: str = WALLET, saved: dict | None = None) -> None:
             self.table = wallet_table(db, TABLE, WALLET, START)
             self.wire = watch_answers(self.table, db.clock)
             self.sends: dict[str, int] = {}
             self.amount, self.wallet = amount, wallet
+            self.saved, self.sent_unsaved = saved, False    # `saved`: the phone storage watched at each send
 
         def send(self, key: Any) -> Any:
             self.sends[key] = self.sends.get(key, 0) + 1
+            if self.saved is not None and key not in self.saved.values():
+                self.sent_unsaved = True
             return debit(self.table, self.wallet, self.amount, key)
 
         def charged(self) -> Any:
@@ -149,7 +153,8 @@ def check_careful_client(pay: Pay, *, db: Backend | None = None, debit: Callable
                                  f"{' (a new key on the resend)' if len(rig.sends) > 1 else ''}.")
 
     def after_a_restart() -> None:
-        rig, saved = Rig(), {}
+        saved: dict = {}
+        rig = Rig(saved=saved)
         LostResponses(at={0}).install(rig.table)
         first = caller(rig, "order-1", saved, RetryBudget(), random.Random(12))
         if isinstance(answer(lambda: next(first)), BaseException):
@@ -162,6 +167,11 @@ def check_careful_client(pay: Pay, *, db: Backend | None = None, debit: Callable
                                  f"storage, was charged {rig.charged()} instead of {AMOUNT} (it answered "
                                  f"{said(result)}): the key must be saved before the first attempt, and found "
                                  f"there after a restart.")
+        if rig.sent_unsaved:
+            raise Counterexample("your client sent a key that was not yet in the phone storage: an app killed "
+                                 "during that request (the debit applied, the answer lost) comes back without the "
+                                 "key, and pays the order again under a new one. Save the key before the first "
+                                 "attempt.")
 
     def double_press() -> None:
         rig, saved = Rig(), {}

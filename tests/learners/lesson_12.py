@@ -35,6 +35,15 @@ WRONG = {
         '''    if order not in saved:
         saved[order] = str(uuid.uuid4())
     key = saved[order]''', "    key = saved.get(order) or str(uuid.uuid4())"),
+    "the key saved after the first attempt": SOLUTION.replace(
+        '''    if order not in saved:
+        saved[order] = str(uuid.uuid4())
+    key = saved[order]''', "    key = saved.get(order, str(uuid.uuid4()))").replace(
+        "            return send(key)", '''            result = send(key)
+            saved[order] = key
+            return result''').replace(
+        "        except ReadTimeoutError:\n            pass",
+        "        except ReadTimeoutError:\n            saved[order] = key"),
     "exponential backoff without jitter": SOLUTION.replace(
         "yield rng.uniform(0, min(CAP, BASE * 2 ** attempt))", "yield min(CAP, BASE * 2 ** attempt)"),
     "a jitter wider than the bound": SOLUTION.replace(
