@@ -7,7 +7,10 @@ text, as JSON in ``response``) and
 ``lease_token``, and returns True when the record holds this attempt's response
 (saved now, or by its own earlier attempt whose answer was lost) and False when
 another attempt holds the lease, writing nothing. The checker plays the lease
-takeovers of notebook 06, lost responses, concurrent completions and bad input.
+takeovers of notebook 06 (one of them landing between the completion's read and
+its write, run on the wire: `helpers.wire.Between`), lost responses, DynamoDB
+refusing the completion's write (a throttle, a 500 that wrote nothing),
+concurrent completions and bad input.
 Its counterexample is printed a few short lines at a time (each at most 100
 characters), so it reads whole on GitHub.
 
@@ -27,8 +30,10 @@ from typing import Any
 
 from ..backends import Backend, connect
 from ..concurrency import race
+from ..dynamodb_errors import ERROR_500_NOT_APPLIED, THROTTLING, ErrorResponses
 from ..faults import LostResponses
 from ..tables import fresh_table, read_item
+from ..wire import Between
 from .specified import SHRINK, Specification, namespace_of
 from .verdict import Counterexample, Verdict, answer, resend, said, snapshot, verdict
 
@@ -68,6 +73,9 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
                                "lease_expires_at": 30, "expires_at": 86_400, "payload_fingerprint": "ae78d93bbd0548fb"})
         return records
 
+    def item_of(records: Any) -> dict[str, Any]:
+        return read_item(records, {"pk": KEY}) or {}
+
     def record(records: Any) -> str:
         item = read_item(records, {"pk": KEY})
         if item is None:
@@ -97,17 +105,54 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
         return check
 
     def lost_responses() -> None:
+        expected = "COMPLETED, lease inv-1, response served by inv-1"
         for seed in range(schedules):
             records = claimed_by("inv-1")
             faults = LostResponses(p=0.5, seed=seed).install(records)
             result = resend(lambda: complete(records, KEY, "inv-1", response_of("inv-1")))
-            if result is not True or record(records) != "COMPLETED, lease inv-1, response served by inv-1":
+            if result is not True or record(records) != expected:
+                lost = f"responses of write requests {faults.lost} lost" if faults.lost else "no response lost"
+                why = []
+                if item_of(records).get("lease_token") is None and item_of(records):
+                    why = ["Your completion removed the lease token: the record keeps it, the fence that says",
+                           "whose response it holds (a resend of this completion finds its own token)."]
+                elif result is False and record(records) == expected:
+                    why = ["Its own earlier send had landed (its answer lost): the record holds inv-1's",
+                           "response, so the answer is True. A failed condition is not always a takeover."]
                 raise Counterexample(_lines(
                     "inv-1 holds the lease and completes, resending after each lost response",
-                    f"(responses of write requests {faults.lost} lost, seed {seed}):",
-                    f"the record is {record(records)};",
-                    "expected True (the record holds inv-1's own response),",
-                    f"your completion finally answered {said(result)}."))
+                    f"({lost}, seed {seed}):",
+                    f"expected True and the record {expected};",
+                    f"your completion finally answered {said(result)} and left the record",
+                    f"{record(records)}.", *why))
+
+    def taken_over_in_between() -> None:
+        records = claimed_by("inv-1")
+        other = db.table(TABLE)                           # inv-2, on a client of its own
+        takeover = Between(lambda: claimed_by("inv-2", other)).install(records)
+        result = complete_as(records, "inv-1")
+        takeover.uninstall()
+        if result is not False or record(records) != "IN_PROGRESS, lease inv-2, no response":
+            raise Counterexample(_lines(
+                "inv-1 held the lease and completed; just before its write reached the table, its lease",
+                "expired and inv-2 took over (the record: IN_PROGRESS, lease inv-2, no response):",
+                "expected False and the record left to inv-2;",
+                f"your completion answered {said(result)} and left the record {record(records)}.",
+                "Anything can happen between a read and a write: the fence is the write's condition."))
+
+    def refused() -> None:
+        for kind, words in ((THROTTLING, "ThrottlingException"),
+                            (ERROR_500_NOT_APPLIED, "a 500 (InternalServerError)")):
+            records = claimed_by("inv-1")
+            errors = ErrorResponses(at={0: kind}).install(records)
+            result = complete_as(records, "inv-1")
+            errors.uninstall()
+            if result is True and record(records) != "COMPLETED, lease inv-1, response served by inv-1":
+                raise Counterexample(_lines(
+                    f"inv-1 holds the lease and completes; DynamoDB answers its write with {words},",
+                    "and nothing was written: expected an error (the caller sends the completion again);",
+                    f"your completion answered True and left the record {record(records)}.",
+                    "True means the record holds this attempt's response: only a success says so."))
 
     def concurrent() -> None:
         records = claimed_by("inv-2", claimed_by("inv-1"))
@@ -143,8 +188,9 @@ def check_fenced_completion(complete: Complete, *, db: Backend | None = None, sc
                     "then inv-1 woke up and completed: expected False and the record left to inv-2;"),
          taken_over(True, "inv-2 took over inv-1's expired lease and completed",
                     "then inv-1 completed: expected False and the record unchanged;"),
-         lost_responses, concurrent, bad_input, held],
-        passed=lambda: f"both lease takeovers, {schedules} lost-response schedules, {COPIES} concurrent completions "
+         taken_over_in_between, lost_responses, refused, concurrent, bad_input, held],
+        passed=lambda: f"both lease takeovers (one between your read and your write), {schedules} lost-response "
+                       f"schedules, a throttle and a 500, {COPIES} concurrent completions "
                        f"and bad input all handled. {held.passed()}",
     )
 
