@@ -8,14 +8,17 @@ A consumer that raises is treated as a real consumer loop treats it: the message
 not deleted, and SQS delivers it again after the visibility timeout. The checks:
 
 1. seeded runs with producer resends and crashes before DeleteMessage;
-2. 16 concurrent deliveries of one message;
+2. a redelivery to another consumer landing between the consumer's read and its write (run on the
+   wire, `helpers.wire.Between`: the same on every run and every backend), then 16 concurrent
+   deliveries of one message;
 3. each of DynamoDB's failure answers once, on the consumer's first write
    (`helpers/dynamodb_errors.py`'s ANSWERS): a TransactionConflict (on either action), throttling,
    a transaction in progress (the request with that token not committing, and committing), a 500
    with and without the write applied. Only the marker's
    own failed condition means "already applied"; a consumer that reads any other
    cancellation as success deletes a message whose payment was never made;
-4. a message with a bad amount: a clear error, nothing written;
+4. a message for a wallet that does not exist (WalletNotFound, not "already applied": the marker's
+   slot of CancellationReasons, not any slot) and one with a bad amount: a clear error, nothing written;
 5. the specification (`helpers/specification.py`): the consumer, as a handler (`ConsumerSubject`), sent
    generated histories by `helpers/checker.py`. Each request is one delivery of a message whose body carries the
    operation ID (the caller's key), the wallet and the amount; a copy with the same invocation is SQS delivering
@@ -31,17 +34,21 @@ from __future__ import annotations
 
 import json
 import random
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from ..backends import Backend, connect
 from ..concurrency import race
-from ..dynamodb_errors import IN_PROGRESS, ErrorResponses
+from ..dynamodb_errors import IN_PROGRESS, ErrorResponses, answer_of
 from ..fidelity.sqs_clock import use_virtual_time
 from ..services.queues import fresh_queue
 from ..tables import fresh_table, open_wallet, read_balance
+from ..wire import Between
 from .specified import Specification
-from .verdict import Counterexample, Verdict, failure_answers, raised, verdict, wallet_table
+from .verdict import Counterexample, Verdict, answer, failure_answers, raised, verdict, wallet_table
 
 QueueConsumer = Callable[[Any, dict[str, Any]], Any]
 START, AMOUNT, PAYMENTS, VISIBILITY_TIMEOUT = 100, 5, 4, 30
@@ -54,7 +61,12 @@ INJECTED = "redeliveries, lost responses and DynamoDB's failure answers"
 
 
 def _answered(outcome: Any) -> str:
-    return f"raised {raised(outcome)}"[:70] if isinstance(outcome, Exception) else f"answered {outcome!r}"[:70]
+    """What the consumer did, in a few whole words: "raised ThrottlingException", "answered 'applied'"."""
+    if isinstance(outcome, ClientError):
+        code, _, reasons = answer_of(outcome)
+        return f"raised {code}" + (f" [{', '.join(reasons)}]" if reasons else "")
+    said = f"raised {raised(outcome)}" if isinstance(outcome, Exception) else f"answered {outcome!r}"
+    return textwrap.shorten(said, 90, placeholder=" ...")
 
 
 class _Queue:
@@ -135,7 +147,7 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
         outcomes = race(lambda i: consumer(table, message), 16)
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if errors or read_balance(table, "w") != START - AMOUNT:
-            detail = f"raised {raised(errors[0])}"[:60] if errors else f"left {read_balance(table, 'w')}"
+            detail = _answered(errors[0]) if errors else f"left {read_balance(table, 'w')}"
             raise Counterexample(f"16 concurrent deliveries of one message: expected balance {START - AMOUNT},\n"
                                  f"your consumer {detail}.")
 
@@ -160,6 +172,36 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
                     f"Expected balance {expected}, your consumer left {actual}"
                     + (" -- a payment lost." if actual > expected else "."))
 
+    def redelivered_in_between() -> None:
+        table = fresh()
+        other = db.table("exercise-07")                   # another consumer, on a client of its own
+        copy = Between(lambda: answer(lambda: consumer(other, message))).install(table)
+        result = answer(lambda: consumer(table, message))
+        copy.uninstall()
+        if read_balance(table, "w") != START - AMOUNT:
+            raise Counterexample(
+                f"one payment of {AMOUNT} from {START}. SQS delivered the message to your consumer, and again to\n"
+                "another consumer (the first one's visibility timeout ran out); the other one's debit landed just\n"
+                f"before your consumer's write. Your consumer {_answered(result)}.\n"
+                f"Expected balance {START - AMOUNT}, your consumer left {read_balance(table, 'w')}:\n"
+                "the marker's condition must be checked by the write itself, not by a read before it.")
+
+    def missing_wallet() -> None:
+        table = fresh()
+        gone = dict(message, MessageId="00000000-0000-4000-8000-000000000003",
+                    Body=json.dumps({"operation_id": "op-gone", "wallet": "nobody", "amount": AMOUNT}))
+        before = table.scan(ConsistentRead=True)["Items"]
+        result = answer(lambda: consumer(table, gone))
+        wrote = table.scan(ConsistentRead=True)["Items"] != before
+        if not isinstance(result, LookupError) or wrote:
+            raise Counterexample(
+                f"a message for a wallet that does not exist: DynamoDB cancels the transaction with\n"
+                "CancellationReasons [ConditionalCheckFailed, None] -- the wallet's condition, not the marker's.\n"
+                f"Expected WalletNotFound and nothing written; your consumer {_answered(result)}"
+                + (" and wrote to the table" if wrote else "")
+                + (":\nthe message would be deleted, and a payment that never happened counted as made."
+                   if not isinstance(result, Exception) else "."))
+
     def bad_input() -> None:
         table = fresh()
         bad = dict(message, MessageId="00000000-0000-4000-8000-000000000002",
@@ -179,9 +221,11 @@ def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, s
 
     held = Specification(lambda: consumer_held(consumer, db=db, histories=histories), injected=INJECTED,
                          within=("one payload per operation ID",))
-    return verdict([runs, concurrent, dynamodb_answers, bad_input, held], passed=lambda: (
-        f"{schedules} runs with crashes and resends, 16 concurrent deliveries, {len(ANSWERS)} of DynamoDB's failure "
-        f"answers and bad input all handled. {held.passed()}"))
+    return verdict([runs, redelivered_in_between, concurrent, dynamodb_answers, missing_wallet, bad_input, held],
+                   passed=lambda: (
+        f"{schedules} runs with crashes and resends, a redelivery between your read and your write, 16 concurrent "
+        f"deliveries, {len(ANSWERS)} of DynamoDB's failure answers, a missing wallet and bad input all handled. "
+        f"{held.passed()}"))
 
 
 # --- issue 23: the consumer as a handler, held to the specification ---------------------------------------------
