@@ -229,7 +229,7 @@ def test_the_starter_fixed_for_missing_wallets_still_fails_on_a_conflict(db, nb)
     verdict = check_bounded_pay(reads_the_slots_but_never_resends_a_conflict, db=db)
     assert not verdict.passed
     assert "TransactionConflict on the wallet (action 0)" in verdict.message
-    assert "your pay raised TransactionCanceledException [TransactionConflict, None] after 1 send(s)" in verdict.message
+    assert "your pay raised TransactionCanceledException [TransactionConflict, None] after 1 send" in verdict.message
 
 
 @pytest.mark.parametrize("name, words", [

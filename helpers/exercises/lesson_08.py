@@ -38,6 +38,7 @@ from .verdict import (
     Counterexample,
     Verdict,
     answer,
+    counted,
     expect_bad_input,
     failure_answers,
     raised,
@@ -119,7 +120,7 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
                     f"one payment of {AMOUNT} from {START}. DynamoDB answered your first send with {described}; "
                     f"sending it again is safe (the marker refuses a second debit). Expected 'applied' or "
                     f"'already applied' and balance {START - AMOUNT}; your pay {_said(result)} after "
-                    f"{wire.sends} send(s) and left {left}{lost}.")
+                    f"{counted(wire.sends, 'send')} and left {left}{lost}.")
 
     def endless_conflict() -> None:
         table, wallet_id = new_wallet()
@@ -133,11 +134,11 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
                                  f"sends, at most {MAX_SENDS}), then raise.")
         if not isinstance(result, Exception):
             raise Counterexample(f"{story}: expected an error after a bounded number of sends, nothing written; "
-                                 f"your pay {_said(result)} after {wire.sends} sends, balance "
+                                 f"your pay {_said(result)} after {counted(wire.sends, 'send')}, balance "
                                  f"{balance(table, wallet_id)}.")
         if wire.sends > 1 and len(set(times)) == 1:
-            raise Counterexample(f"{story}: your pay resent {wire.sends - 1} time(s) at the same virtual instant; back "
-                                 "off between sends (db.clock.advance).")
+            raise Counterexample(f"{story}: your pay resent {counted(wire.sends - 1, 'time')} at the same virtual "
+                                 "instant; back off between sends (db.clock.advance).")
         if balance(table, wallet_id) != START:
             raise Counterexample(f"{story}: nothing should be written; your pay left {balance(table, wallet_id)}.")
 
@@ -152,7 +153,8 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
                                  f"{_said(result)}.")
         if wire.sends > 1:
             raise Counterexample("a wallet whose balance is the string '100': DynamoDB answers ValidationException, "
-                                 f"and the same answer every time; your pay sent it {wire.sends} times. Raise it.")
+                                 "and the same answer every time; your pay sent it "
+                                 f"{counted(wire.sends, 'time')}. Raise it.")
 
     def concurrent() -> None:
         table, wallet_id = new_wallet()

@@ -89,6 +89,12 @@ def said(result: Any) -> str:
     return raised(result) if isinstance(result, BaseException) else repr(result)
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`n` and `word`, its plural when n is not 1: ``counted(1, "send")`` is "1 send", ``counted(2, "time")``
+    "2 times"."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def run_prefix() -> str:
     """A prefix for request IDs that must not repeat between checker runs (never printed)."""
     return uuid.uuid4().hex[:8]
