@@ -27,6 +27,7 @@ table and its payment provider):
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,7 @@ from ..dynamodb_errors import CONFLICT, ErrorResponses
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
 from .specified import Specification
-from .verdict import Counterexample, Verdict, answer, verdict
+from .verdict import Counterexample, Verdict, answer, counted, verdict
 
 Pay = Callable[[str, dict, str], Any]
 
@@ -60,12 +61,25 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
 
     def described(result: Any, charges_before: int) -> str:
         """What the client answered, the same on every run (a charge's body by its place, not its id)."""
+        refused = getattr(result, "response", None)
+        if isinstance(result, Exception) and getattr(refused, "status_code", None) is not None:
+            try:
+                body = refused.json()
+            except ValueError:
+                body = {}
+            why = f"{body.get('error')}: {body.get('detail')}" if isinstance(body, dict) and body.get("error") else ""
+            return (f"{type(result).__name__}, the server's {refused.status_code}"
+                    + (f" ({textwrap.shorten(why, 90, placeholder=' ...')})" if why else ""))
         if isinstance(result, Exception):
             return f"{type(result).__name__}"
         made = [c.charge_id for c in provider.made[charges_before:]]
         if isinstance(result, dict) and result.get("id") in made:
             return f"the body of charge {made.index(result['id']) + 1} of the {len(made)} it made"
-        return repr(result) if len(repr(result)) <= 80 else repr(result)[:77] + "..."
+        if isinstance(result, dict) and result.get("id") in [c.charge_id for c in provider.made[:charges_before]]:
+            return ("the body of an earlier payment's charge: the server replayed the answer saved under that key "
+                    "-- each payment needs a key of its own, made once (the same payment content is not the same "
+                    "payment)")
+        return textwrap.shorten(repr(result), 80, placeholder=" ...")
 
     def paid_once(result: Any, charges_before: int) -> bool:
         charges = provider.charges - charges_before
@@ -83,10 +97,13 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         finally:
             disarm()
         if not paid_once(result, before):
+            said = described(result, before)
+            hint = (" A 400 says the request itself is wrong: look at its Idempotency-Key header (one per payment, "
+                    'sent as a quoted String: Idempotency-Key: "<key>").' if "server's 400" in said else "")
             raise Counterexample(
-                f"{told}: the wallet was debited {debits()} times and the provider charged {provider.charges - before} "
-                f"times, your client answered {described(result, before)}; expected one debit, one charge and the "
-                "201's body.")
+                f"{told}: the wallet was debited {counted(debits(), 'time')} and the provider charged "
+                f"{counted(provider.charges - before, 'time')}, your client answered {said}; expected one debit, one "
+                f"charge and the 201's body.{hint}")
 
     def lost_responses() -> None:
         for seed in range(schedules):
@@ -96,7 +113,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
 
             def story(seed: int = seed) -> str:
                 return (f"one payment of {AMOUNT}, responses of requests {list(faults.lost)} lost "
-                        f"(seed {seed}; {faults.sent} requests sent)")
+                        f"(seed {seed}; {counted(faults.sent, 'request')} sent)")
 
             paid_once_under(lose, story)
 
@@ -104,7 +121,7 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         faults.restart()                                      # no response lost
         paid_once_under(lambda: ErrorResponses(at={0: CONFLICT}).install(wallets).uninstall,
                         lambda: "DynamoDB cancelled the first debit (TransactionConflict), the server answered 503 "
-                                f"with Retry-After, and your client sent {faults.sent} requests")
+                                f"with Retry-After, and your client sent {counted(faults.sent, 'request')}")
 
     def refused() -> None:
         open_wallet(wallets, WALLET, OPENED_WITH)
@@ -113,7 +130,8 @@ def check_retrying_client(pay: Pay, *, url: str, faults: LostHttpResponses, wall
         result = answer(lambda: pay(url, {"wallet": WALLET, "amount": 0}, API_KEY))
         if not isinstance(result, Exception) or faults.sent != 1 or provider.charges != before:
             raise Counterexample(
-                f"a payment of 0 is refused with a 400 (nothing to retry): your client sent {faults.sent} requests "
+                "a payment of 0 is refused with a 400 (nothing to retry): your client sent "
+                f"{counted(faults.sent, 'request')} "
                 f"and answered {described(result, before)}; expected one request and an exception.")
 
     held = Specification(lambda: client_held(pay, histories=histories), injected=INJECTED,
