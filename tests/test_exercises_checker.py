@@ -98,7 +98,7 @@ def test_an_error_swallowing_answer_gets_not_yet_with_the_broken_property(db, n)
     assert f"breaks '{EXERCISES[n][4]}'" in verdict.message, verdict.message
     history = verdict.message.split("The shortest history found:\n")[1].splitlines()
     told = " ".join(" ".join(history).split())
-    assert history[0].startswith("  1. ") and f"-> {EXERCISES[n][3]!r}" in told, verdict.message
+    assert history[0].startswith("  1. ") and f"answers {EXERCISES[n][3]!r}" in told, verdict.message
     assert_fits(verdict)
 
 
@@ -126,7 +126,7 @@ def test_08_an_error_swallowing_pay_gets_not_yet_and_the_checker_names_the_prope
     with pytest.raises(Counterexample) as found:
         held()
     story = " ".join(str(found.value).split())
-    assert "your pay breaks 'once'" in story and "-> 'already applied'" in story, story
+    assert "your pay breaks 'once'" in story and "your pay answers 'already applied'" in story, story
 
 
 @by_lesson

@@ -18,6 +18,7 @@ properties. Whatever the subject, the checker's `Verdict` is told the same way:
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -42,15 +43,77 @@ GLOSS = {             # each property in a few words, for the sentence that says
 
 def told(held: Any, name: str | None = None, injected: str = INJECTED) -> str:
     """A broken `helpers.checker.Verdict` as an exercise's counterexample: the property, in a few words, and how it
-    broke (one paragraph, wrapped when shown), then the history, a numbered line a step wrapped to `WIDTH`."""
+    broke (one paragraph, wrapped when shown), then the history as a short numbered story (`story`), a line a step
+    wrapped to `WIDTH`."""
+    who = name or held.handler
     lines = [f"held to the specification ({SPECIFICATION}) over generated histories with {injected} injected, "
-             f"{name or held.handler} breaks '{held.broken}' ({GLOSS[held.broken]}): {held.sentence.rstrip('.')}.",
+             f"{who} breaks '{held.broken}' ({GLOSS[held.broken]}): {held.sentence.rstrip('.')}.",
              "The shortest history found:" if held.shrunk else "The first history found (not shrunk):"]
     for n, step in enumerate(held.history, 1):
-        said = step["said"] + (f" ({step['when']})" if step.get("when") else "")
-        lines += textwrap.wrap(f"{n}. {said}", WIDTH, initial_indent="  ", subsequent_indent="     ",
+        lines += textwrap.wrap(f"{n}. {story(step, who)}", WIDTH, initial_indent="  ", subsequent_indent="     ",
                                break_long_words=False, break_on_hyphens=False)
     return "\n".join(lines)
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth")
+EFFECT = {"TransactionConflict": "nothing written", "ProvisionedThroughputExceeded": "nothing written",
+          "Throttling": "nothing written", "TransactionInProgress": "nothing written",
+          "InternalServerError (not applied)": "nothing written", "InternalServerError (applied)": "the write landed",
+          "TransactionInProgress (the original commits)": "the original commits"}
+CODE = {"Throttling": "ThrottlingException", "ProvisionedThroughputExceeded": "ProvisionedThroughputExceeded",
+        "InternalServerError (not applied)": "a 500", "InternalServerError (applied)": "a 500"}
+INTERNAL_ID = re.compile(r"\b(?:r\d+-\d+-k\d+(?:\.\d+)?|inv-\d+|ch_\d+|[0-9a-f]{8,})\b")
+
+
+def story(step: dict[str, Any], who: str = "your function") -> str:
+    """One step of a history in a learner's words: who sent what, what DynamoDB (or the provider) answered, and
+    what `who` answered -- no harness names: ``Shop A sends payment k1 (10 from alice); DynamoDB answers its first
+    write with TransactionConflict (nothing written); your debit answers WalletNotFound``."""
+    if "caller" not in step:                             # a wait, the world changing, a resend at quiescence
+        said = step["said"].replace(" -> ", f"; {who} answers ")
+        return INTERNAL_ID.sub("", said).replace("  ", " ").strip().rstrip(".") + "."
+    caller = step["caller"]
+    caller = f"Shop {caller[5:].upper()}" if caller.startswith("shop-") else caller
+    sent = f"{caller} sends payment {step['key'].split('.')[0]} ({step['amount']} from {step['wallet']})"
+    if step.get("invocation") not in (None, "inv-1"):
+        sent += " to a second instance"
+    events = [sent]
+    fault = step.get("fault")
+    if fault:
+        events.append(_fault_story(fault))
+    what = step.get("what", "")
+    if ", crashing at " in what:
+        events.append("it crashes at " + what.split(", crashing at ")[1].split(",")[0])
+    if ", taking " in what:
+        events.append("it takes " + what.split(", taking ")[1].split(",")[0])
+    answer = _answer_story(step.get("answer", ""))
+    events.append(f"{who} answers {answer}" if answer != "crashed" else "no answer (it crashed)")
+    told = "; ".join(events)
+    return told + (f" ({step['when']})" if step.get("when") else "") + "."
+
+
+def _fault_story(fault: list[Any]) -> str:
+    kind = fault[0]
+    nth = ORDINALS[fault[1]] if isinstance(fault[1], int) and fault[1] < len(ORDINALS) else f"#{fault[1]}"
+    if kind == "provider down":
+        return f"the card provider is down for {fault[1]} request{'' if fault[1] == 1 else 's'}"
+    if kind == "lost":
+        return f"the answer to its {nth} write is lost on the way back (the write landed)"
+    if kind in ("answer", "answers"):
+        code = CODE.get(fault[2], fault[2])
+        again = " and to every resend of it" if kind == "answers" else ""
+        return f"DynamoDB answers its {nth} write{again} with {code} ({EFFECT.get(fault[2], 'nothing written')})"
+    return (f"DynamoDB answers its {nth} transaction with TransactionInProgress "
+            f"({'the original commits' if fault[2] else 'nothing written'})")
+
+
+def _answer_story(answer: str) -> str:
+    """An answer as `in_words` gives it ('201 ch_0001 alice 10', "'applied'", 'WalletNotFound'), without ids."""
+    status = re.match(r"^(\d{3})\b(.*)$", answer)
+    if not status:
+        return answer
+    rest = INTERNAL_ID.sub("", status[2]).split()
+    return status[1] + (f" ({' '.join(rest)})" if rest else "")
 
 
 class Specification:
