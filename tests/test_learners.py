@@ -135,9 +135,16 @@ INTERNAL = re.compile(r"\b(r\d{3,}-\d+-\w+|inv-\d+ sends|-> \d{3}\b|DebitSubject
 PLURAL = re.compile(r"\b1 (times|requests|sends|deliveries|payments|histories|charges)\b")
 
 
+PROPERTY = re.compile(r"breaks '([a-z ]+)'(.)")
+
+
 def assert_in_learners_words(shown: str) -> None:
+    """At most 100 characters a line; none of the harness's names; plurals right; a property named is explained."""
     for line in shown.splitlines():
         assert len(line) <= WIDTH, f"a line of {len(line)} characters:\n{line}"
+    joined = " ".join(shown.split())
+    for named in PROPERTY.finditer(joined):
+        assert named[2] == " " and joined[named.end():].startswith("("), f"{named[1]!r} named, not explained:\n{shown}"
     assert not INTERNAL.search(shown), f"the harness's own words ({INTERNAL.search(shown)[0]!r}):\n{shown}"
     assert not PLURAL.search(shown), f"a wrong plural ({PLURAL.search(shown)[0]!r}):\n{shown}"
 
