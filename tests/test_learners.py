@@ -7,6 +7,7 @@ number, as in the notebook's file name), holding:
     WRONG = {"a short name": '''def my_set_status(table, order_id, status, seq): ...''', ...}   # at least eight
     RIGHT = {"a short name": '''...''', ...}                                                      # at least two
     BOTH_BACKENDS = True     # optional: the verdicts depend on the backend's behaviour, run them on every tier
+                             # (else on the moto tier only; LEARNERS_EVERY_BACKEND=1 runs every battery anywhere)
 
 Each value is source text a learner would type into the exercise cell (it may define helpers, classes and
 constants too). A test runs, in one namespace per notebook: the notebook's `imports` and `lesson` cells (once),
@@ -54,8 +55,9 @@ def _battery(number: str):
 
 LESSONS = sorted(p.stem.removeprefix("lesson_") for p in LEARNERS.glob("lesson_*.py"))
 BATTERIES = {n: _battery(n) for n in LESSONS}
-ON_THIS_TIER = [n for n in LESSONS
-                if helpers.backends.backend_name() == "moto" or getattr(BATTERIES[n], "BOTH_BACKENDS", False)]
+ON_THIS_TIER = [n for n in LESSONS                 # LEARNERS_EVERY_BACKEND=1: every battery on this tier too
+                if helpers.backends.backend_name() == "moto" or getattr(BATTERIES[n], "BOTH_BACKENDS", False)
+                or os.environ.get("LEARNERS_EVERY_BACKEND")]
 CASES = [pytest.param(n, kind, name, id=f"{n}-{kind}-{name}")
          for n in ON_THIS_TIER for kind in ("WRONG", "RIGHT") for name in getattr(BATTERIES[n], kind)]
 

@@ -146,3 +146,5 @@ def my_debit(table, wallet_id, amount, request_id):
         raise
 ''',
 }
+
+BOTH_BACKENDS = True

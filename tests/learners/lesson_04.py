@@ -113,3 +113,5 @@ def my_debit(table, wallet_id, amount, request_id):
         return "already applied" if stamp == request_id else "insufficient funds"
 ''',
 }
+
+BOTH_BACKENDS = True

@@ -119,3 +119,5 @@ def my_consumer(table, message):
     "a marker with the amount, and the operation's own key": SOLUTION.replace(
         '"Item": {"pk": f"op#{key}"}', '"Item": {"pk": f"op#{key}", "amount": body["amount"]}'),
 }
+
+BOTH_BACKENDS = True
