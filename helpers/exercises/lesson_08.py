@@ -42,7 +42,6 @@ from .verdict import (
     expect_bad_input,
     failure_answers,
     raised,
-    run_prefix,
     snapshot,
     verdict,
 )
@@ -70,13 +69,12 @@ def _said(result: Any) -> str:
 def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
     """Does `pay(table, wallet_id, amount, request_id)` pay once, whatever DynamoDB answers? A `Verdict`."""
     db = db or connect()
-    run = run_prefix()
-    fresh_table(db, TABLE, sort_key="sk")
+    fresh_table(db, TABLE, sort_key="sk")            # emptied: the wallets' names can be the same every run
     wallets = iter(range(1, 10_000))
 
     def new_wallet(balance: Any = START) -> tuple[Any, str]:
         table = db.table(TABLE)                          # a client of its own: SDK retries off
-        wallet_id = f"{run}-{next(wallets)}"
+        wallet_id = f"wallet-{next(wallets)}"
         table.put_item(Item={"pk": wallet_id, "sk": "wallet", "balance": balance})
         return table, wallet_id
 
@@ -97,7 +95,7 @@ def check_bounded_pay(pay: Pay, *, db: Backend | None = None) -> Verdict:
     def missing_wallet() -> None:
         table, _ = new_wallet()
         before = snapshot(table)
-        result = answer(lambda: pay(table, f"{run}-nobody", AMOUNT, "pay-1"))
+        result = answer(lambda: pay(table, "nobody", AMOUNT, "pay-1"))
         wrote = snapshot(table) != before
         if not isinstance(result, LookupError) or wrote:
             said = _said(result) + (" and wrote to the table" if wrote else "")
