@@ -19,11 +19,14 @@ Markdown tables, written into the README between its bench markers (`--write`):
    table (target: within 10%).
 4. **The HTTP layer's cost per request**: notebook 09's handler called directly and through
    its FastAPI route on uvicorn (`tools/bench_http.py`), on each backend.
-5. **One full check of a handler** (issue 23): `check_handler` on notebook 06's `pay`, its default histories,
+5. **Each exercise's check** (issue 34; `--exercises-only`, between the README's own exercise markers): the
+   checker cell of every *Your turn*, as the notebook runs it, on the starter (NOT YET, target under 2 s) and on
+   the solution (PASS, target under 5 s), on moto: each exercise's median, and the median and slowest of all.
+6. **One full check of a handler** (issue 23): `check_handler` on notebook 06's `pay`, its default histories,
    on moto, in a process of its own (target: within 20 seconds).
-6. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's; or
+7. **The test tiers** (`--tiers`): `tools/run_tests.py` once, each tier's wall minutes and the whole run's; or
    (`--tiers-from LOG`) the same table read from a saved run's output, such as CI's log, saying so.
-7. **The install** (`--install`, `--install-only`; between the README's own install markers): from a fresh clone,
+8. **The install** (`--install`, `--install-only`; between the README's own install markers): from a fresh clone,
    each layer's install time, `.venv` size and package count (learner, + tests, + maintainers), and `make lab`
    until a kernel answers, with a warm pip cache.
 
@@ -343,6 +346,117 @@ def bench_checker(env: dict[str, str]) -> str:
         f"| within {CHECK_TARGET_SECONDS} s: {met} |"])
 
 
+# --- issue 34: each exercise's check, as a learner waits for it ---------------------------------------------------
+EXERCISES_BEGIN = "<!-- exercises:begin (written by tools/bench.py --exercises-only --write) -->"
+EXERCISES_END = "<!-- exercises:end -->"
+NOT_YET_TARGET, PASS_TARGET = 2.0, 5.0     # seconds a learner waits: a NOT YET, a PASS (moto, 2 cores)
+
+
+def exercises_child(reps: int) -> list[dict[str, Any]]:
+    """In a process of its own (moto): each exercise's checker cell, run as the notebook runs it, on the starter
+    (NOT YET) and on the solution's function (PASS), `reps` times each; the seconds of each run."""
+    import ast
+    import contextlib
+    import io
+    import re
+
+    from helpers.lessons import NOTEBOOKS, lesson_cells, run_cells
+
+    def checker_cell(notebook: str, after: Callable[[dict[str, Any]], bool]) -> str:
+        """The code cell right after the first one `after` picks: the exercise's checker."""
+        cells = [c for c in json.loads((NOTEBOOKS / notebook).read_text(encoding="utf-8"))["cells"]
+                 if c["cell_type"] == "code"]
+        at = next(i for i, c in enumerate(cells) if after(c))
+        return "".join(cells[at + 1]["source"])
+
+    def run_cell(source: str, ns: dict[str, Any]) -> Any:
+        tree = ast.parse(source)
+        tree.body = [node for node in tree.body if not isinstance(node, ast.Assert)]   # the table says it
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, "<cell>", "exec"), ns)
+        return eval(compile(ast.Expression(last.value), "<cell>", "eval"), ns) if last else None
+
+    import importlib.util
+
+    def battery(lesson: str) -> dict[str, str]:
+        """The learners' wrong answers to the lesson's exercise (tests/learners/lesson_NN.py: WRONG), if any."""
+        path = ROOT / "tests" / "learners" / f"lesson_{lesson}.py"
+        if not path.is_file():
+            return {}
+        spec = importlib.util.spec_from_file_location(f"learners_{lesson}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.WRONG
+
+    committed = set(subprocess.run(["git", "ls-files", "notebooks"], cwd=ROOT, capture_output=True, text=True,
+                                   check=True).stdout.split())
+    rows = []
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        if f"notebooks/{path.name}" not in committed:          # a lesson still being written in this tree
+            continue
+        exercise = lesson_cells(path.name, "exercise")
+        solution = f"solutions/{path.stem}_solution.ipynb"
+        if not exercise or not (NOTEBOOKS / solution).is_file():
+            continue
+        name = re.search(r"^def (\w+)\(", exercise[0], re.M)[1]
+        with contextlib.redirect_stdout(io.StringIO()):
+            ns = run_cells(path.name, {})
+        exercise_cell = checker_cell(path.name, lambda c: "exercise" in c["metadata"].get("tags", []))
+        solution_cell = checker_cell(solution, lambda c: f"def {name}(" in "".join(c["source"]))
+        for source in battery(path.name[:2]).values():          # once each: a learner's wrong answer, NOT YET
+            exec(exercise[0], ns)
+            exec(source, ns)
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                verdict = run_cell(exercise_cell, ns)
+            rows.append({"lesson": path.name[:2], "kind": "wrong", "passed": bool(verdict.passed),
+                         "seconds": time.perf_counter() - started})
+        for kind, checker in (("starter", exercise_cell), ("solution", solution_cell)):
+            if kind == "solution":      # the solution's cells over the lesson's namespace, as its notebook runs them
+                with contextlib.redirect_stdout(io.StringIO()):
+                    run_cells(solution, {}, into=ns)
+            for _ in range(reps):
+                if kind == "starter":
+                    exec(exercise[0], ns)
+                started = time.perf_counter()
+                with contextlib.redirect_stdout(io.StringIO()):
+                    verdict = run_cell(checker, ns)
+                rows.append({"lesson": path.name[:2], "kind": kind, "passed": bool(verdict.passed),
+                             "seconds": time.perf_counter() - started})
+    return rows
+
+
+def bench_exercises(env: dict[str, str], reps: int) -> str:
+    log(f"each exercise's check on moto, starter and solution, {reps} runs each")
+    done = subprocess.run([sys.executable, __file__, "--exercises-child", "--reps", str(reps)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the exercises' bench failed:\n{done.stderr[-3000:]}")
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = ["| exercise | NOT YET (starter), s | learners' wrong answers: NOT YET, median / slowest, s "
+             "| PASS (solution), median / slowest, s |", "|---|---:|---:|---:|"]
+    for lesson in sorted({r["lesson"] for r in rows}):
+        times = {kind: [r["seconds"] for r in rows if r["lesson"] == lesson and r["kind"] == kind]
+                 for kind in ("starter", "wrong", "solution")}
+        wrong = [r for r in rows if r["lesson"] == lesson and r["passed"] != (r["kind"] == "solution")]
+        note = " (a verdict wrong!)" if wrong else ""
+        answers = (f"{median(times['wrong']):.1f} / {max(times['wrong']):.1f} ({len(times['wrong'])})"
+                   if times["wrong"] else "-")
+        lines.append(f"| {lesson} | {median(times['starter']):.1f} | {answers} | "
+                     f"{median(times['solution']):.1f} / {max(times['solution']):.1f}{note} |")
+    not_yet = [r["seconds"] for r in rows if r["kind"] in ("starter", "wrong")]
+    passed = [r["seconds"] for r in rows if r["kind"] == "solution"]
+    met = "met" if max(not_yet) <= PASS_TARGET and max(passed) <= PASS_TARGET else "NOT met"
+    lines += ["", f"A NOT YET (the starters and the learners' wrong answers of tests/learners/): median "
+              f"**{median(not_yet):.1f} s**, slowest {max(not_yet):.1f} s (target under "
+              f"{NOT_YET_TARGET:.0f} s, {PASS_TARGET:.0f} s at most); a PASS: median **{median(passed):.1f} s**, "
+              f"slowest {max(passed):.1f} s "
+              f"(target under {PASS_TARGET:.0f} s): {met}. Each exercise's checker cell as the notebook runs it, on "
+              f"moto ({reps} run{'s' if reps > 1 else ''} of the starter and the solution, one of each wrong answer), "
+              f"on {os.cpu_count()} CPUs."]
+    return "\n".join(lines)
+
+
 # --- 3. the helpers' overhead ---------------------------------------------------------------------
 def bench_overhead(reps: int) -> str:
     import boto3
@@ -586,6 +700,9 @@ def main() -> int:
     parser.add_argument("--patterns-child", action="store_true", help=argparse.SUPPRESS)  # one backend, JSON out
     parser.add_argument("--checker-child", action="store_true", help=argparse.SUPPRESS)   # moto, JSON out
     parser.add_argument("--checker-only", action="store_true", help="only the full check of 06's pay (moto)")
+    parser.add_argument("--exercises-child", action="store_true", help=argparse.SUPPRESS)  # moto, JSON out
+    parser.add_argument("--exercises-only", action="store_true",
+                        help="only each exercise's check time, starter and solution (moto; --write: README)")
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to time (default: all committed)")
     args = parser.parse_args()
     if args.patterns_child:
@@ -596,6 +713,16 @@ def main() -> int:
         return 0
     if args.checker_only:
         print(bench_checker(dict(os.environ, PYTHONHASHSEED="0", RETRY_BACKEND="moto")))
+        return 0
+    if args.exercises_child:
+        print(json.dumps(exercises_child(args.reps or 3)))
+        return 0
+    if args.exercises_only:
+        table = bench_exercises(dict(os.environ, PYTHONHASHSEED="0", RETRY_BACKEND="moto"), args.reps or 3)
+        print(table)
+        if args.write:
+            write_between(EXERCISES_BEGIN, EXERCISES_END, f"Measured {time.strftime('%Y-%m-%d')}.\n\n{table}",
+                          "exercises' check times")
         return 0
     if args.install or args.install_only:
         install = bench_install(args.python)
@@ -634,6 +761,10 @@ def main() -> int:
         sections.append(("The helpers' overhead over a bare boto3 call (moto, one thread)", bench_overhead(reps)))
         sections.append(("The HTTP layer's cost per request (notebook 09's handler, called directly and over HTTP)",
                          bench_http.table(backends, reps)))
+        exercises = bench_exercises(backends["moto"], 1 if args.quick else 3)
+        if args.write:
+            write_between(EXERCISES_BEGIN, EXERCISES_END, f"Measured {time.strftime('%Y-%m-%d')}.\n\n{exercises}",
+                          "exercises' check times")
         sections.append(("One full check of a handler (`check_handler`, moto)", bench_checker(backends["moto"])))
         if args.tiers:
             if server is not None:   # the tiers start their own DynamoDB Local (one per run, as make test does)
