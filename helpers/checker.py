@@ -4,9 +4,10 @@
 ``pay(key, payload, invocation, hook=..., caller=...)`` answering ``{"status": ..., "body": ...}`` --
 and sends it histories that hypothesis generates and shrinks: keys from a small set, payloads that
 sometimes differ, two callers, attempts that share an invocation ID and a millisecond; a crash at any
-step the handler reaches (each `hook(step)` call), a duplicate arriving there (or after the attempt
-stalled past its lease), a lost DynamoDB answer or one of DynamoDB's failure answers at any write,
-the payment provider down; leases and retention windows running out -- and where bugs live: old keys resent
+step the handler reaches (each `hook(step)` call), another request -- a duplicate or any other -- run to its
+end there or before any of the attempt's DynamoDB requests (the checker owns the wire: `_Between`), after the
+attempt stalled past its lease or not; a lost DynamoDB answer or one of DynamoDB's failure answers at any write,
+once or lasting through the handler's own resends (`ATTEMPTS` writes in a row), the payment provider down; leases and retention windows running out -- and where bugs live: old keys resent
 across the retention window's edge, an attempt stalled to just short of its lease or slowed 10 s mid-way, the
 world changing between steps (a wallet closed, reopened, paid from elsewhere), amounts at the design's declared
 limits. After each history it quiesces
@@ -87,6 +88,7 @@ from .specification import (
     in_words,
 )
 from .subjects import WALLETS, RecordSubject, Subject, said
+from .wire import Call, Layer
 
 PAYLOADS = [("alice", 10), ("alice", 99), ("bob", 10)]
 KEYS, CALLERS, INVOCATIONS = ["k1", "k2"], ["shop-a", "shop-b"], ["inv-1", "inv-2"]
@@ -94,6 +96,7 @@ RESENDS_AT_QUIESCENCE = 4
 # The waits a history draws: past every lease; to just before the oldest key's retention window ends, the same keys
 # sent on across it (every clock's edge); past a whole window, after which the keys sent are new ones.
 SPANS, EDGE_SECONDS, SLOW_SECONDS = ["lease", "retention edge", "retention"], 5.0, 10.0
+POINTS = 4          # an attempt's first hook steps, and its first DynamoDB requests, where another request may run
 SEED = 5            # the histories a check sends, unless `seed_search` (issue 23: see check_handler)
 _TAGS = itertools.count(1)   # each history's keys are new to the table, across checks sharing one table
 
@@ -267,9 +270,13 @@ def _faults_for(subject: Subject) -> st.SearchStrategy:
         return st.sampled_from([None, *(fault for k in subject.faults for fault in listed[k])])
     kinds = {"lost": st.tuples(st.just("lost"), st.integers(0, last)),
              "answer": st.tuples(st.just("answer"), st.integers(0, last), st.sampled_from(DISTINCT_KINDS)),
+             # the same failure answer to the n-th transaction as many times in a row as the handler sends it (its
+             # own resends used up), and then no more: a fault that lasts, and ends
+             "answers": st.tuples(st.just("answers"), st.integers(0, 1), st.sampled_from(DISTINCT_KINDS)),
              "in progress": st.tuples(st.just("in progress"), st.integers(0, min(2, last)), st.booleans()),  # applied?
              "provider down": st.tuples(st.just("provider down"), st.integers(1, 2))}
-    return st.one_of(st.none(), *(kinds[k] for k in subject.faults))
+    drawn = [*subject.faults, *(["answers"] if "answer" in subject.faults and subject.lasting else [])]
+    return st.one_of(st.none(), *(kinds[k] for k in drawn))
 
 
 def _one_at_a_time(invocations: bool = True, payloads: list[tuple[str, int]] = PAYLOADS) -> st.SearchStrategy:
@@ -279,19 +286,37 @@ def _one_at_a_time(invocations: bool = True, payloads: list[tuple[str, int]] = P
                      st.sampled_from(INVOCATIONS) if invocations else st.just(INVOCATIONS[0]))
 
 
+class _Between(Layer):
+    """On the wire of a subject's clients: each DynamoDB request of the attempt in flight is a point where another
+    request may run first (`point`, set while an attempt is sent); `busy` while that other request runs."""
+
+    def __init__(self) -> None:
+        self.point: Callable[[str], None] | None = None
+        self.busy = False
+
+    def on_wire(self, call: Call) -> Any:
+        if self.point is not None and not self.busy and call.attempt == 1:
+            self.point(f"about to send its {call.operation}")
+        return call.send()
+
+
 def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
-             search: _Search | None = None) -> type[RuleBasedStateMachine]:
-    search = search or _Search(None)
+             search: _Search | None = None, between: _Between | None = None) -> type[RuleBasedStateMachine]:
+    search, between = search or _Search(None), between or _Between()
     faults, payloads = _faults_for(subject), _payloads(subject)
     requests = _requests(keys_reused, payloads_=payloads)
     model = Model(subject.opening, subject.max_amount, subject.guards_overdraft, subject.wallets_of)
     # meanwhile: at the attempt's n-th step another request arrives -- a copy of it (the commonest duplicate: a
     # client's or a queue's resend), or any request -- after the attempt stalled past its lease, just short of
     # it ("edge"), or not; or the attempt is slow there, SLOW_SECONDS at one step (a clock's edge crossed mid-way)
-    stalls = st.sampled_from([False, True, "edge"])
-    during = st.none() if not subject.interleaves else st.one_of(
-        st.none(), st.tuples(st.integers(0, 3), st.just("copy"), stalls),
-        st.tuples(st.integers(0, 3), requests, stalls), st.tuples(st.integers(0, 3), st.just("slow"), st.none()))
+    # The n-th point of an attempt is one of its hook steps or one of its DynamoDB requests, in the order reached:
+    # another request runs there to its end before the attempt goes on (the checker owns the wire: no threads).
+    stalls = st.sampled_from([False, True, "edge"]) if subject.waits else st.just(False)
+    where = (["step", "step"] if subject.crashes else []) + (["call"] if subject.between_calls else [])
+    points = st.tuples(st.sampled_from(where or ["step"]), st.integers(0, POINTS - 1))
+    during = st.none() if not subject.interleaves or not where else st.one_of(
+        st.none(), st.tuples(points, st.just("copy"), stalls),
+        st.tuples(points, requests, stalls), st.tuples(points, st.just("slow"), st.none()))
 
     class History(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -316,9 +341,9 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             violation.history = list(self.said)
             raise violation
 
-        def call(self, request: tuple, hook: Callable[[str], None]) -> Any:
+        def call(self, request: tuple, hook: Callable[[str], None], op: Operation | None = None) -> Any:
             caller, key, (wallet, amount), invocation = request
-            self.operation(request).payloads.add((wallet, amount))     # sent: the key has seen this payload
+            (op or self.operation(request)).payloads.add((wallet, amount))   # sent: the key has seen this payload
             try:
                 answer = subject.call(f"r{self.tag}-{self.epoch}-{key}", {"wallet": wallet, "amount": amount},
                                       invocation, hook, caller)
@@ -329,21 +354,21 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             return answer
 
         def operation(self, request: tuple) -> Operation:
-            """The logical operation `request` belongs to: its key's, or a new one once a finished operation's
-            window passed (the request may be a new payment, or a replay); one still unfinished stays the same --
-            its work may have begun, and must end once."""
+            """The logical operation `request` belongs to: its key's, or a new one once the operation's window
+            passed (the request may be a new payment, or a replay) -- unless this very payload is still unfinished
+            under it: its work may have begun, and must end once."""
             caller, key, payload, _ = request
             op, now = self.ops.get((caller, key)), subject.clock.now()
-            if op is not None and not op.pending and now >= op.first_at + subject.retention:
+            if op is not None and payload not in op.pending and now >= op.first_at + subject.retention:
                 self.closed.append(op)
                 op = self.ops[(caller, key)] = Operation(caller, key, payload, first_at=now, after=op)
             if op is None:
                 op = self.ops[(caller, key)] = Operation(caller, key, payload, first_at=now)
             return op
 
-        def judge(self, request: tuple, answer: Any, moved: dict[str, int]) -> None:
+        def judge(self, request: tuple, answer: Any, moved: dict[str, int], op: Operation | None = None) -> None:
             caller, key, payload, _ = request
-            op = self.operation(request)
+            op = op or self.operation(request)
             try:
                 check_answer(op, payload, answer, moved, model, [*self.closed, *self.ops.values()])
             except Violation as violation:
@@ -366,7 +391,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
         @rule(request=requests, crash_at=steps if subject.crashes else st.none(), fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
-            seen, nested_moved, crashed, slowed = [0], {}, [], []
+            seen, reached, nested_moved, crashed, slowed = [0], {"step": 0, "call": 0}, {}, [], []
             if getattr(subject, "one_call_per_key", False):   # issue 23: a client makes its own key per call,
                 self.calls = getattr(self, "calls", 0) + 1       # so each call is a payment of its own
                 request = (request[0], f"{request[1]}.{self.calls}", *request[2:])
@@ -374,36 +399,52 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                 caller, key, payload, invocation = request
                 during = (during[0], (caller, key, payload, INVOCATIONS[invocation == INVOCATIONS[0]]), during[2])
 
-            def hook(step: str) -> None:
-                n, seen[0] = seen[0], seen[0] + 1
-                if during is not None and during[1] == "slow" and n == during[0]:
-                    subject.clock.advance(SLOW_SECONDS)              # a slow attempt: seconds pass at this step
-                    slowed.append(step)
-                elif during is not None and n == during[0] and not nested_moved:
+            def at_point(where: str) -> None:
+                """The attempt reached its next point: a hook step ("at 'claimed'") or a DynamoDB request ("about to
+                send its PutItem"); `during` names the n-th of one of them."""
+                if between.busy:
+                    return
+                at = "call" if where.startswith("about") else "step"
+                n, reached[at] = reached[at], reached[at] + 1
+                if during is None or (at, n) != during[0]:
+                    return
+                if during[1] == "slow":
+                    subject.clock.advance(SLOW_SECONDS)              # a slow attempt: seconds pass at this point
+                    slowed.append(where)
+                elif not nested_moved:
                     stall = {True: subject.lease + 0.6, "edge": subject.lease - 0.5}.get(during[2], 0)
                     subject.clock.advance(stall)                     # stalled past its lease, or just short of it
-                    before = self.money()
-                    answer = self.call(during[1], lambda step: None)
-                    nested_moved.update({k: v - before[k] for k, v in self.money().items()})
+                    between.busy = True                              # the nested request's own calls are no points
+                    try:
+                        before = self.money()
+                        answer = self.call(during[1], lambda step: None)
+                        nested_moved.update({k: v - before[k] for k, v in self.money().items()})
+                    finally:
+                        between.busy = False
                     stalled = {True: ", stalled past its lease", "edge": ", stalled to just before its lease ends"}
-                    self.note(during[1], answer, when=f"while the next one is at {step!r}"
-                                                      f"{stalled.get(during[2], '')}")
+                    self.note(during[1], answer, when=f"while the next one is {where}{stalled.get(during[2], '')}")
                     self.judge(during[1], answer, nested_moved)
+
+            def hook(step: str) -> None:
+                at_point(f"at {step!r}")
+                n, seen[0] = seen[0], seen[0] + 1
                 if crash_at is not None and n == crash_at:
                     crashed.append(step)
                     raise Crash(step)
 
             before = self.last
             subject.arm(fault)
+            between.point = at_point
             try:
                 answer = self.call(request, hook)
             finally:
+                between.point = None
                 fired = subject.fired(fault)
                 subject.arm(None)
             moved = {k: v - before[k] - nested_moved.get(k, 0) for k, v in self.money().items()}
             fault = fault if fired else None      # a handler may make fewer writes than the fault names
             what = ((f", crashing at {crashed[0]!r}" if crashed else "")
-                    + (f", taking {SLOW_SECONDS:.0f} s at {slowed[0]!r}" if slowed else "") + _fault_words(fault))
+                    + (f", taking {SLOW_SECONDS:.0f} s {slowed[0].replace('about to send', 'before')}" if slowed else "") + _fault_words(fault))
             self.note(request, answer, what, fault=fault, crash_at=crash_at)
             self.judge(request, answer, moved)
 
@@ -473,9 +514,9 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             subject.clock.advance(subject.lease + 1)
             subject.drain()
             self.money()
-            for (caller, key), op in list(self.ops.items()):
+            for op in [*(o for o in self.closed if o.pending), *self.ops.values()]:
                 for payload in sorted(op.pending):           # every client without a final answer sends again
-                    self.drive(caller, key, op, payload)
+                    self.drive(op.caller, op.key, op, payload)
             subject.drain()
             money = self.money()
             try:
@@ -493,9 +534,9 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                           at_last_step=False)
             for _ in range(RESENDS_AT_QUIESCENCE):
                 before = self.last
-                answer = self.call(request, lambda step: None)
+                answer = self.call(request, lambda step: None, op)
                 self.note(request, answer, why)
-                self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()})
+                self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()}, op)
                 if _kind(answer) in FINAL:
                     return
                 subject.clock.advance(subject.lease + 1)
@@ -611,6 +652,8 @@ def _fault_words(fault: tuple | None) -> str:
         return f", the provider down for {fault[1]} request(s)"
     if fault[0] == "answer":
         return f", DynamoDB answers write {fault[1]} with {fault[2]}"
+    if fault[0] == "answers":
+        return f", DynamoDB answers transaction {fault[1]} with {fault[2]}, and each resend of it"
     if fault[0] == "lost":
         return f", write {fault[1]}'s answer lost"
     original = "its original commits" if fault[2] else "not applied"
@@ -641,6 +684,7 @@ def _history_events(history: list[dict[str, Any]], store: str, sentence: str) ->
             kind = fault[0]
             event("provider" if kind == "provider down" else store,
                   {"lost": f"write {fault[1]}: answer lost", "answer": f"write {fault[1]}: {fault[-1]}",
+                   "answers": f"transaction {fault[1]}: {fault[-1]}, resends too",
                    "in progress": f"transaction {fault[1]}: in progress",
                    "provider down": f"down for {fault[1]}"}[kind], "tab:orange")
 
@@ -697,8 +741,9 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
     subject = handler if isinstance(handler, (Subject, RecordSubject)) else Subject(handler, name)
     record = isinstance(subject, RecordSubject)
     search = _Search(None if isinstance(shrink, bool) else shrink)
+    between = _Between()
     machine = (_record_machine(subject, search) if record else
-               _machine(subject, keys_reused, one_at_a_time, search))
+               _machine(subject, keys_reused, one_at_a_time, search, between))
     subject.run = 0
     if not seed_search:    # issue 23: a fixed seed, not derandomize's digest of the machine's source, so the
         machine = seed(SEED)(machine)   # histories (and the notebooks' outputs) stay put when the checker is edited
@@ -707,6 +752,9 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
                       suppress_health_check=list(HealthCheck),
                       phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
     with subject.installed(), without_local_constants():   # the histories do not hang on the project's literals
+        if not record and subject.interleaves and subject.between_calls:
+            for client in subject.clients:
+                between.install(client)
         try:
             run_state_machine_as_test(machine, settings=config)
         except (Violation, Flaky, BaseExceptionGroup) as error:
@@ -717,6 +765,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
             if violation is None:
                 raise
             return _found(subject, violation, shrink)
+        finally:
+            between.uninstall()
     return Verdict(subject.name, subject.run,
                    untried=(ONCE, BOUND, USEFUL) if record else () if keys_reused else (BOUND,),
                    store=getattr(subject, "store", "DynamoDB"))

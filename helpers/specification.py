@@ -161,7 +161,11 @@ class Model:
         """Every reason the model has to refuse `payload` under `op`'s key now (empty: it must succeed)."""
         wallet, amount = payload
         found = set()
-        if op.payloads - {payload}:
+        earlier, before = set(op.payloads), op.after
+        while before is not None:          # past its window a key may be remembered longer: both are right
+            earlier |= before.payloads
+            before = before.after
+        if earlier - {payload}:
             found.add(ANOTHER_PAYLOAD)
         if amount <= 0 or amount >= 10**38:
             found.add(BAD_AMOUNT)
@@ -187,6 +191,8 @@ class Model:
             return OVER_LIMIT
         if any(p == payload for p, _ in op.successes):
             return None                         # a replay of what was paid
+        if op.after is not None and any(p == payload for p, _ in op.after.successes):
+            return None                         # a replay past the window (if money moved again, *once* says so)
         if wallet in self.closed and op.first_at > self.closed[wallet] and not op.pending:
             return CLOSED                       # a new payment from a wallet closed before it was first sent
         if not self.guards_overdraft:

@@ -52,12 +52,16 @@ class Subject:
     """
 
     faults = ("lost", "answer", "in progress", "provider down")   # what can go wrong around one request
-    interleaves = True                                             # a duplicate may arrive at a hook step
+    interleaves = True              # another request may run at a hook step or before any of its DynamoDB requests
+    between_calls = True            # ... before any of its DynamoDB requests too (False: at hook steps only)
+    lasting = True                  # a failure answer may last through the handler's own resends of a transaction
     opening: dict[str, int] = WALLETS                              # each wallet's balance as a history begins
     invocations = True                                             # the handler is told its invocation ID
     crashes = True                                                 # it calls `hook(step)`: a crash can fall there
     waits = True                                                   # leases and retention windows matter to it
     writes = 5                                                     # a fault falls on one of a request's first 5
+    attempts = 4             # how often the handler sends a write DynamoDB did not apply (ATTEMPTS in its module): a
+                             # fault that lasts ("answers") answers a transaction that many times in a row, then ends
     faults_alike = False     # True: every fault (and none) drawn alike from one list, not its kind first -- a short
                              # search (an exercise's) then meets each one soon
     # The design's declared limits, which the reference model (specification.Model) applies: the largest amount
@@ -80,6 +84,7 @@ class Subject:
         self.lease = float(self.g.get("LEASE_SECONDS", 30))
         self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
         self.max_amount, self.guards_overdraft = self.g.get("MAX_AMOUNT"), bool(self.g.get("GUARDS_OVERDRAFT"))
+        self.attempts = int(self.g.get("ATTEMPTS", self.attempts))
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list(clients.values())
@@ -158,7 +163,9 @@ class Subject:
         self.lost.restart(at={fault[1]} if kind == "lost" else ())
         self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
         self.in_progress.restart(at={fault[1]: IN_PROGRESS_APPLIED if fault[2] else IN_PROGRESS}
-                                 if kind == "in progress" else {})
+                                 if kind == "in progress" else   # the n-th transaction and its resends: a lasting fault
+                                 dict.fromkeys(range(fault[1], fault[1] + self.attempts), fault[2])
+                                 if kind == "answers" else {})
         if self.provider is not None:
             self.provider.fail_next(fault[1] if kind == "provider down" else 0)
         self.marks = (len(self.errors.answered), len(self.in_progress.answered),
@@ -171,7 +178,7 @@ class Subject:
             return bool(self.lost.lost)
         if kind == "answer":
             return len(self.errors.answered) > self.marks[0]
-        if kind == "in progress":
+        if kind in ("in progress", "answers"):
             return len(self.in_progress.answered) > self.marks[1]
         return kind == "provider down" and self.provider is not None and self.provider.calls > self.marks[2]
 
@@ -192,7 +199,7 @@ class DebitSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress")
-    interleaves = False
+    interleaves = True           # another request may run before any of its DynamoDB requests (the checker's wire)
     world = False                # the debit functions take the table they are given: no one else changes it
     at_limits = False            # 03-05's debits let a balance go below zero, and take any amount DynamoDB stores
     invocations = False          # a debit has no invocation ID: the histories leave it out
@@ -260,11 +267,12 @@ class HttpSubject(Subject):
     Each caller is an API key (`shop-a`: alice's account, `shop-b`: bob's), and each wallet belongs to one
     account, so a caller paying from another's wallet is refused before any work (404). The server runs in
     this process, so DynamoDB's failure answers and lost answers are injected on its own clients, and the
-    provider is the namespace's. A duplicate cannot be placed at a step inside the route: no interleaving.
+    provider is the namespace's. Another request may run before any of the route's DynamoDB requests (the checker
+    owns the wire of the server's clients, in this process); the route calls no hook, so no crash falls inside it.
     """
 
     faults = ("lost", "answer", "in progress", "provider down")
-    interleaves = False
+    interleaves = True
     crashes = False              # it never calls hook(step): no crash can fall inside it
     CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
     OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}

@@ -185,7 +185,7 @@ def _with_globals(function, namespace):
 def test_powertools_in_lambda_gives_up_truthful(nb):
     """Its completion is not fenced on the lease (a takeover's answer is overwritten: truthful), and on an error it
     deletes its record, fingerprint and all (a key reused with another payload after a partial failure: once)."""
-    found = {check_handler(nb["pay_powertools"], histories=100, steps=3, name="06 Powertools in Lambda").broken,
+    found = {check_handler(nb["pay_powertools"], histories=200, steps=5, name="06 Powertools in Lambda").broken,
              check_handler(nb["pay_powertools"], histories=400, shrink=False).broken}
     summary(f"the specification's checker on {BACKEND}").append(
         f"06 Powertools in Lambda breaks {' and '.join(sorted(found))} (as it should)")
@@ -215,7 +215,7 @@ def test_a_broken_verdict_draws_its_shortest_history_and_a_held_one_draws_nothin
 
     nb["complete"] = complete_hiding_errors
     try:
-        verdict = check_handler(nb["pay"], histories=60, name="06 pay, completion errors hidden")
+        verdict = check_handler(nb["pay"], histories=200, name="06 pay, completion errors hidden")
     finally:
         nb["complete"] = kept
     assert verdict.broken == spec.TRUTHFUL and verdict.history, str(verdict)

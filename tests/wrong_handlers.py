@@ -130,6 +130,24 @@ def claim_with(nb: dict[str, Any], condition: str, values: Callable[[int, int, s
     return claim
 
 
+def _claim_read_then_put(nb):
+    """06's claim as check-then-act: the record read, and if none is there, put with no condition."""
+    def claim(key, payload, lease_token):
+        found = nb["records"].get_item(Key={"pk": key}, ConsistentRead=True).get("Item")
+        if found is not None and not (found["status"] == "COMPLETED" and found["expires_at"] < nb["now"]()):
+            if (found["status"] == "IN_PROGRESS" and found["lease_expires_at"] < nb["now_ms"]()
+                    and found["payload_fingerprint"] == nb["fingerprint"](payload)):
+                return nb["take_over"](key, found, lease_token)    # as 06 does: finish its payment
+            return found
+        t, t_ms = nb["now"](), nb["now_ms"]()
+        item = {"pk": key, "status": "IN_PROGRESS", "lease_token": lease_token, "started_at": t,
+                "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "expires_at": t + nb["RETENTION_SECONDS"],
+                "payload_fingerprint": nb["fingerprint"](payload)}
+        nb["with_resends"](lambda: nb["records"].put_item(Item=item))
+        return item
+    return claim
+
+
 def _claim_any_payload(nb):
     return claim_with(nb, "attribute_not_exists(pk) OR expires_at < :now OR "
                           "(#status = :in_progress AND lease_expires_at < :now_ms)",
@@ -332,6 +350,10 @@ SAVED_RESPONSE = [
     Wrong("06 replay re-rendered", SAVED, "The replay is rebuilt from the saved response instead of sent as its "
           "saved bytes, so it differs from the first answer.",
           lambda: _06("06 replay re-rendered", answer_from=_answer_from_rerendered)),
+    Wrong("06 claim read, then put", SAVED, "The claim reads the record and, finding none, puts its own with no "
+          "condition: a copy that arrives between the read and the put claims the key too, and both pay (only an "
+          "interleaving at a DynamoDB call finds it).",
+          lambda: _06("06 claim read, then put", claim=_claim_read_then_put)),
     Wrong("06 same_debit ignoring the amount", SAVED, "The debit marker in the way counts as this debit when its "
           "wallet matches, whatever its amount.",
           lambda: _06("06 same_debit ignoring the amount", same_debit=_same_debit_wallet_only),
@@ -340,8 +362,7 @@ SAVED_RESPONSE = [
     Wrong("06 every cancellation already debited", SAVED, "Any cancelled debit transaction -- a conflict, "
           "throttling -- is read as 'already debited', so a debit that never happened is answered paid.",
           lambda: _06("06 every cancellation already debited", debit_once=_debit_once_every_cancellation),
-          lacks="faults that last: each drawn DynamoDB failure falls on one write, and 06's with_resends sends a "
-                "cancelled transaction again, so the misread cancellation is rarely the one the debit ends with"),
+          histories=300),     # a fault that lasts through with_resends' attempts, on the debit's transaction
     Wrong("06 marker and debit in two writes", SAVED, "The debit marker is written, then the balance, in two "
           "writes: a failure between them leaves a marker with no debit, which the resend takes as done.",
           lambda: _06("06 marker and debit in two writes", debit_once=_debit_once_two_writes)),
@@ -360,7 +381,8 @@ SAVED_RESPONSE = [
     Wrong("06 a fresh provider key per attempt", SAVED, "Each attempt charges with a new provider key, so a retry "
           "after a crash past the charge charges the card again.",
           lambda: _06("06 a fresh provider key per attempt",
-                      do_work=lambda nb: _do_work(nb, provider_key=lambda key, inv: f"{key}#{uuid.uuid4().hex}"))),
+                      do_work=lambda nb: _do_work(nb, provider_key=lambda key, inv: f"{key}#{uuid.uuid4().hex}")),
+          histories=200),
     Wrong("06 keys not scoped to the caller", SAVED, "The record's key is the caller's key alone, so two callers "
           "using the same key share one record.",
           lambda: _06("06 keys not scoped to the caller", check_request=_unscoped)),
@@ -372,7 +394,7 @@ SAVED_RESPONSE = [
           lambda: _06_wrapped("06 debits and answers 500", _always_500)),
     Wrong("06 wallet checked before the record", SAVED, "The wallet is looked up before the saved answer, so a "
           "retry after the wallet was closed is told WalletNotFound ('nothing written') for a payment that went "
-          "through.", lambda: _06_wrapped("06 wallet checked before the record", _wallet_first), histories=300),
+          "through.", lambda: _06_wrapped("06 wallet checked before the record", _wallet_first), histories=500),
     Wrong("06 WalletNotFound for too little money", SAVED, "A wallet that cannot pay is answered 'no such wallet': "
           "a refusal, but not for its reason.", lambda: _06_wrapped("06 WalletNotFound for too little money",
                                                                      _wrong_reason)),
@@ -467,6 +489,24 @@ def _check_then_act(nb):
     return debit
 
 
+def _read_then_transact(nb):
+    """The marker read, then the debit and the marker written in one transaction -- with no condition on the
+    marker: a resend after a lost answer finds it, but a copy that runs between the read and the write does not."""
+    def debit(table, wallet_id, amount, request_id):
+        nb["check_debit"](wallet_id, amount, request_id)
+        marker = {"pk": wallet_id, "sk": "req#" + request_id}
+        if "Item" in table.get_item(Key=marker, ConsistentRead=True):
+            return "already applied"
+        table.meta.client.transact_write_items(TransactItems=[
+            {"Update": {"TableName": table.name, "Key": _wallet_key(wallet_id),
+                        "UpdateExpression": "SET balance = balance - :amount",
+                        "ConditionExpression": "attribute_exists(balance)",
+                        "ExpressionAttributeValues": {":amount": amount}}},
+            {"Put": {"TableName": table.name, "Item": {**marker, "amount": amount}}}])
+        return "applied"
+    return debit
+
+
 DEBITS = [
     Wrong("05 debit_naive", DEBIT, "Every call debits again: a resend after a lost answer is a second payment.",
           lambda: _debit(lambda nb: nb["debit_naive"], "05 debit_naive")),
@@ -495,6 +535,10 @@ DEBITS = [
     Wrong("marker read, then debit", DEBIT, "The marker is read, then the debit and the marker written: check, then "
           "act, so a resend after the debit's lost answer finds no marker.",
           lambda: _debit(_check_then_act, "marker read, then debit")),
+    Wrong("marker read, then one unconditioned transaction", DEBIT, "The marker is read first, then the debit and "
+          "the marker are written together with no condition on the marker: a copy that arrives between the read "
+          "and the write debits again (only an interleaving at a DynamoDB call finds it).",
+          lambda: _debit(_read_then_transact, "marker read, then one unconditioned transaction")),
     Wrong("05 debit_token", DEBIT, "A ClientRequestToken as the only memory: DynamoDB keeps it ten minutes, a resend "
           "after that debits again.", lambda: _debit(lambda nb: nb["debit_token"], "05 debit_token"),
           lacks_on={"dynamodb-local": "a wait at the ClientRequestToken's 10-minute edge: on DynamoDB Local (which "
@@ -598,8 +642,8 @@ ENDPOINTS = [
     Wrong("09 a fresh provider key per attempt", HTTP, "The provider's key is made anew for every attempt, so a resend "
           "after a failure past the charge charges the card again.",
           lambda: _09("09 a fresh provider key per attempt", provider_key=_09_fresh_provider_key),
-          lacks="an attempt ended between the charge and the saved answer over HTTP: the route cannot be crashed, "
-                "and a failed save is resent by botocore's own retries, so no resend meets a charge already made"),
+          histories=200),     # found since a fault may last through the route's own resends, or a request run between
+                              # two of its DynamoDB calls
     Wrong("09 replay re-rendered", HTTP, "The replay is rebuilt from the saved body (a field added), not sent as the "
           "saved bytes.", lambda: _09("09 replay re-rendered", replay=_09_rerendered)),
     Wrong("09 an unfinished payment answered 400", HTTP, "An error after the claim -- the debit may have been made -- "

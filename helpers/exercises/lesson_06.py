@@ -215,7 +215,9 @@ def pay_held(complete: Complete, *, histories: int = HISTORIES) -> Any:
     from ..subjects import Subject
 
     subject = Subject(ns["pay"], name="06's pay with your completion")
-    subject.world = subject.at_limits = False   # the completion meets neither: the search stays on its faults
+    # the completion meets none of these: the world changing, amounts at the limits, another request before a
+    # DynamoDB call (a copy at a step, after a stall, is what reaches it), a lasting fault on the debit's transaction
+    subject.world = subject.at_limits = subject.between_calls = subject.lasting = False
     try:
         return check_handler(subject, histories=histories, steps=4, shrink=SHRINK)
     finally:
