@@ -145,3 +145,38 @@ def test_bad_arguments_are_refused(table, db):
         watch_answers(table, db.clock, on_answer="print")
     with pytest.raises(TypeError, match="expected a boto3 client"):
         watch_answers(object(), db.clock)
+
+
+# --- Between: another request run to its end just before the caller's first write (issue 34) ---------------------
+
+def test_between_runs_the_other_request_just_before_the_first_write_once(table, db):
+    from helpers.wire import Between
+
+    open_wallet(table, "w", 100)
+    other = db.table(table.name.removesuffix(db.table_name("")))     # the same table, another client
+    seen = []
+
+    def elsewhere():
+        seen.append(read_balance(table, "w"))            # the caller's read came first: the write has not landed
+        other.update_item(Key={"pk": "w"}, UpdateExpression="SET balance = balance - :a",
+                          ExpressionAttributeValues={":a": 1})
+
+    between = Between(elsewhere).install(table)
+    assert read_balance(table, "w") == 100 and not between.ran      # a read passes untouched
+    debit(table)
+    debit(table)
+    between.uninstall()
+    assert between.ran and seen == [100]
+    assert read_balance(table, "w") == 100 - 1 - 10 - 10
+    assert own_method_is_back(table)
+
+
+def test_between_at_names_which_write(table, db):
+    from helpers.wire import Between
+
+    open_wallet(table, "w", 100)
+    balances = []
+    with Between(lambda: balances.append(read_balance(table, "w")), at=1).install(table):
+        debit(table)
+        debit(table)
+    assert balances == [90]
