@@ -116,8 +116,14 @@ class _Run:
                 return
             if isinstance(result, BaseException):
                 raise Counterexample(f"{story}\nthen a healthy worker raised {raised(result)}")
-        raise Counterexample(f"{story}\nthen a healthy worker never returned False: it kept answering\n"
-                             f"{result!r} with {self.payments} payments in the outbox")
+        rows = self.rows()
+        pending = sum(1 for row in rows if row[4] is None)
+        calls = self.payments + 3
+        state = (f"{pending} of its {len(rows)} rows still have no delivered_at, so they are still pending"
+                 if pending else f"all {len(rows)} rows are delivered")
+        raise Counterexample(f"{story}\nthen a healthy worker never returned False: it answered {result!r} "
+                             f"{calls} times,\nand {state}.\nTrue means one row delivered "
+                             "(charged, charge_id and delivered_at recorded); False, nothing pending.")
 
     def rows(self) -> list[tuple[Any, ...]]:
         with self.pg.connect(schema=self.schema, counted=False) as conn:
