@@ -8,7 +8,8 @@ committed), and refuses an update older than what the order holds by raising
 under seeded lost responses, the late-retry order, out-of-order delivery,
 a newer update landing between the update's read and its write (run on the
 wire, `helpers.wire.Between`: the same on every run and every backend),
-concurrent updates, and bad input. Then it holds the update to the *truthful*
+concurrent updates, and bad input (an order that does not exist included:
+LookupError, nothing written). Then it holds the update to the *truthful*
 and *live* parts of the collection's specification (`helpers.checker`):
 generated histories of updates with lost responses and DynamoDB's failure
 answers injected, where "applied" and "already applied" must find the order
@@ -27,7 +28,17 @@ from ..faults import LostResponses
 from ..tables import fresh_table, read_item
 from ..wire import Between
 from .specified import ItemSubject, Specification
-from .verdict import Counterexample, Verdict, answer, expect_bad_input, raised, resend, said, verdict
+from .verdict import (
+    Counterexample,
+    Verdict,
+    answer,
+    expect_bad_input,
+    expect_not_found,
+    raised,
+    resend,
+    said,
+    verdict,
+)
 
 Update = Callable[[Any, str, str, int], Any]
 TABLE, ORDER, STATUSES, COPIES = "exercise-01", "order-1", ("placed", "packed", "shipped"), 16
@@ -138,6 +149,9 @@ def check_order_safe_update(update: Update, *, db: Backend | None = None, schedu
         table = new_order()
         for status, seq in (("lost", 2), ("packed", 0), ("packed", -1), ("packed", 2.5), ("packed", "2")):
             expect_bad_input(table, f"status {status!r} with seq {seq!r}", lambda: update(table, ORDER, status, seq))
+        expect_not_found(table, lambda: update(table, "order-404", "packed", 2),
+                         "packed (seq 2) for order-404, an order that does not exist, should raise LookupError and "
+                         "write nothing: there is no order to move", "your update")
 
     held = Specification.staged(lambda: _Updates(update, fresh_table(db, TABLE)), name="your update")
     return verdict(

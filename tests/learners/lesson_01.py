@@ -73,6 +73,8 @@ WRONG = {
         '        if "Item" not in error.response:\n'
         '            raise LookupError(f"order {order_id!r} does not exist") from None',
         '        if "Item" not in error.response:\n            raise StaleUpdate("refused") from None'),
+    "an update for an order that does not exist creates it": SOLUTION.replace(
+        '"seq < :seq"', '"attribute_not_exists(seq) OR seq < :seq"'),
     "the status compared, not the seq": SOLUTION.replace('"seq < :seq"', '"#status <> :status"'),
 }
 
