@@ -50,10 +50,10 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
     def request(n: int) -> dict[str, Any]:
         return {"wallet": WALLET, "amount": AMOUNT, "payment_id": f"{run}-pay-{n}"}
 
-    def balance_is(table: Any, expected: int, story: str) -> None:
+    def balance_is(table: Any, expected: int, story: str, then: str = "") -> None:
         actual = read_balance(table, WALLET)
         if actual != expected:
-            raise Counterexample(f"{story}: expected balance {expected}, your handler left {actual}.")
+            raise Counterexample(f"{story}: expected balance {expected}, your handler left {actual}.{then}")
 
     def sent_twice() -> None:
         table = wallet_table(db, TABLE, WALLET, START)
@@ -78,7 +78,8 @@ def check_payment_handler(handler: Handler, *, db: Backend | None = None, schedu
             balance_is(table, START - AMOUNT * PAYMENTS,
                        f"{PAYMENTS} payments of {AMOUNT} from {START}, each sent once by the application, with "
                        f"botocore's own retries on and the responses of write requests {faults.lost} lost "
-                       f"(seed {seed})")
+                       f"(seed {seed})", then=" botocore sent those writes again inside update_item, below your "
+                       "handler: only the table sees every copy of a payment.")
 
     def concurrent_copies() -> None:
         table = wallet_table(db, TABLE, WALLET, START)

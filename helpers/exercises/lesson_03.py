@@ -63,7 +63,9 @@ def check_retry_safe_debit(debit: Debit, *, db: Backend | None = None, schedules
             if actual != expected:
                 raise Counterexample(f"{payments} payments of {amount} from {start}, with the responses of write "
                                      f"requests {faults.lost} lost (seed {seed}, each retry resent with the same "
-                                     f"request ID): expected balance {expected}, your debit left {actual}.")
+                                     f"request ID): expected balance {expected}, your debit left {actual}. A lost "
+                                     "response means the write landed: its resend must find the request ID stamped "
+                                     "by that same write.")
 
     def copy_in_between() -> None:
         table = new_wallet()
