@@ -38,7 +38,7 @@ Designs that give a property up on purpose say which (the lessons name it beside
 |---|---|
 | the naive debit (notebook 03) | once |
 | `last_request_id` (03, 04): an old ID after a newer one (ABA) | once |
-| `last_request_id`; a ledger marker with no payload (05, 07, 08): an ID reused, another amount | bound to its payload |
+| `last_request_id`; a ledger marker with no payload (05, 08): an ID reused, another amount | bound to its payload |
 | 04's overdraft guard: a late copy, after another debit, told "insufficient funds", its money taken | once |
 | every cancellation read as a duplicate (08's `debit_mistaken`): a conflict answered "already applied" | once |
 | Powertools' idempotency utility, in Lambda: completion not fenced on the lease (11) | truthful |

@@ -371,7 +371,8 @@ def run_consumer(code: dict[str, Any], consumer: str, schedule) -> list[str]:
     handle = code["CONSUMERS"][consumer]
 
     def message(k, c):
-        body = {"operation_id": f"{RUN}-{example}-op{k}", "wallet": code["WALLET"], "amount": AMOUNTS[k]}
+        body = {"producer": "shop", "operation_id": f"{RUN}-{example}-op{k}", "wallet": code["WALLET"],
+                "amount": AMOUNTS[k]}
         return {"MessageId": f"{RUN}-{example}-m{k}.{c}", "Body": json.dumps(body)}
 
     answers: dict[int, list[Any]] = {}

@@ -132,7 +132,7 @@ def test_consumer_07_debits_each_operation_once_whatever_dynamodb_answers(sdk_re
         empty_now_and_then(wallets)
         wallet = f"w{next(_wallets)}-{RUN}"
         wallets.put_item(Item={"pk": wallet, "balance": 1000})
-        body = {"operation_id": f"op-{wallet}", "wallet": wallet, "amount": 10}
+        body = {"producer": "shop", "operation_id": f"op-{wallet}", "wallet": wallet, "amount": 10}
         with failure_answers(schedule, wallets):
             answers = resend_until_told(lambda: code["debit_by_operation"](body), schedule)
         balance = int(wallets.get_item(Key={"pk": wallet}, ConsistentRead=True)["Item"]["balance"])

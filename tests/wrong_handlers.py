@@ -559,7 +559,7 @@ def _consumer(consume: Callable[[dict[str, Any], dict[str, Any]], Any], name: st
     nb["new_wallet"]()                          # 07's table, from nothing
 
     def delivered(table, wallet, amount, operation_id):
-        return consume(nb, {"operation_id": operation_id, "wallet": wallet, "amount": amount})
+        return consume(nb, {"producer": "shop", "operation_id": operation_id, "wallet": wallet, "amount": amount})
 
     subject = DebitSubject(delivered, name=name, table=nb["wallets"], db=nb["db"])
     yield subject, {"keys_reused": False}       # an operation ID carries one payment (07's marker: no payload)
