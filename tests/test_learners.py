@@ -6,6 +6,7 @@ number, as in the notebook's file name), holding:
 
     WRONG = {"a short name": '''def my_set_status(table, order_id, status, seq): ...''', ...}   # at least eight
     RIGHT = {"a short name": '''...''', ...}                                                      # at least two
+    SAYS = {"a short name": "words its NOT YET must contain"}                 # optional: the mistake named
     BOTH_BACKENDS = True     # optional: the verdicts depend on the backend's behaviour, run them on every tier
                              # (else on the moto tier only; LEARNERS_EVERY_BACKEND=1 runs every battery anywhere)
 
@@ -14,8 +15,9 @@ constants too). A test runs, in one namespace per notebook: the notebook's `impo
 then for each answer the `exercise` cell (the starter, resetting what it defines), the answer's source, and the
 checker cell that follows the exercise cell -- its last expression is the verdict. A WRONG answer must get NOT YET,
 a RIGHT one PASS; a NOT YET stops at its first counterexample, so the wrong answers cost little. Every verdict is
-also held to the words a learner reads: each line at most 100 characters, no word cut, and none of the harness's
-own identifiers (`test_verdicts_are_in_the_learners_words`).
+also held to the words a learner reads (`assert_in_learners_words`): each line at most 100 characters, none of the
+harness's own identifiers, plurals right, and a property it names explained where it is named. And
+`test_the_read_then_write_is_not_yet_in_every_run` runs 01's and 02's read-then-write 20 times: one NOT YET.
 
 Grow a file whenever a workshop or a reviewer finds a new wrong answer: add it to WRONG under a name that says the
 mistake. An answer the checker passes although it is wrong is a finding: fix the checker (helpers/exercises/), never
@@ -163,7 +165,7 @@ def test_each_learners_answer_gets_its_verdict(number, kind, name):
         assert not verdict.passed, f"{number}: the wrong answer {name!r} PASSED:\n{shown}"
         said = getattr(BATTERIES[number], "SAYS", {}).get(name)
         if said:
-            assert said in verdict.message, shown
+            assert said in " ".join(verdict.message.split()), shown
     else:
         assert verdict.passed, f"{number}: the right answer {name!r} got\n{shown}"
     assert_in_learners_words(shown)

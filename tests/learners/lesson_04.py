@@ -115,3 +115,9 @@ def my_debit(table, wallet_id, amount, request_id):
 }
 
 BOTH_BACKENDS = True
+
+SAYS = {   # what the NOT YET must say (issue 34: the mistake named in the lesson's words)
+    "every failed condition is already applied": "should answer 'insufficient funds'; your debit answered",
+    "old['last_request_id'] on a wallet no debit touched": "that no debit has touched yet",
+    "check the balance first, then debit": "just before your debit's write reached the table",
+}

@@ -90,3 +90,10 @@ def my_pay(url, payment, api_key):
     return response.json()
 ''',
 }
+
+SAYS = {   # what the NOT YET must say (issue 34: the mistake named in the lesson's words)
+    "no Idempotency-Key at all": "the server's 400 (idempotency_key_missing",
+    "the key not quoted (not a String structured field)": "the server's 400 (idempotency_key_invalid",
+    "the key made from the payment's content": "the body of an earlier payment's charge",
+    "never resends": "1 request sent): the wallet was debited 1 time",
+}
