@@ -7,7 +7,8 @@ A *copy* is a pair of places (in one file or two) that share a run of at least s
 line is stripped and blank lines, comments, lone brackets and import lines are left out. Each notebook counts
 as one file of its code cells, in order. A row is a place to look, not a verdict: a lesson's function and its
 exercise's solution share lines on purpose (CONTRIBUTING.md says when a lesson may write earlier code out
-again). The counts are the house's measure of "one of each thing"; README.md records them.
+again). The counts are the house's measure of "one of each thing"; README.md records them. The learners' answers
+in tests/learners/ are left out: each file holds variations of one function, written alike on purpose.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import defaultdict
 from notebook_list import ROOT, notebooks
 
 RUN = 6   # lines a copy shares at the least
+LEARNERS = "tests/learners/"   # learners' answers: variations of one function each, alike on purpose (data)
 
 
 def meaningful(lines: list[str]) -> list[tuple[int, str]]:
@@ -35,7 +37,8 @@ def meaningful(lines: list[str]) -> list[tuple[int, str]]:
 
 def python_files() -> dict[str, list[str]]:
     tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
-    return {name: (ROOT / name).read_text(encoding="utf-8").splitlines() for name in tracked.stdout.split()}
+    return {name: (ROOT / name).read_text(encoding="utf-8").splitlines() for name in tracked.stdout.split()
+            if not name.startswith(LEARNERS)}
 
 
 CELLS: dict[str, list[int]] = {}   # a notebook's code, line by line -> the cell each line is in

@@ -28,17 +28,7 @@ from ..faults import LostResponses
 from ..tables import fresh_table, read_item
 from ..wire import Between
 from .specified import ItemSubject, Specification
-from .verdict import (
-    Counterexample,
-    Verdict,
-    answer,
-    expect_bad_input,
-    expect_not_found,
-    raised,
-    resend,
-    said,
-    verdict,
-)
+from .verdict import Counterexample, Verdict, answer, expect_bad_input, expect_not_found, raised, resend, said, verdict
 
 Update = Callable[[Any, str, str, int], Any]
 TABLE, ORDER, STATUSES, COPIES = "exercise-01", "order-1", ("placed", "packed", "shipped"), 16
