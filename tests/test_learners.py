@@ -40,6 +40,7 @@ from IPython.lib.pretty import pretty
 from summary_lines import summary_from
 
 import helpers
+from helpers.exercises.verdict import counted
 from helpers.lessons import NOTEBOOKS, lesson_cells
 
 from notebook_code import lesson
@@ -72,11 +73,12 @@ def _counts() -> list[str]:
         runs = _ran[n]
         wrong = [t for kind, t in runs if kind == "WRONG"]
         right = [t for kind, t in runs if kind == "RIGHT"]
-        lines.append(f"{n}: {len(wrong)} wrong answers NOT YET (slowest {max(wrong, default=0):.1f} s), "
-                     f"{len(right)} right answers PASS (slowest {max(right, default=0):.1f} s)")
+        lines.append(f"{n}: {counted(len(wrong), 'wrong answer')} NOT YET (slowest {max(wrong, default=0):.1f} s), "
+                     f"{counted(len(right), 'right answer')} PASS (slowest {max(right, default=0):.1f} s)")
     total = sum(len(r) for r in _ran.values())
     if total:
-        lines.append(f"{total} learners' answers on {helpers.backends.backend_name()}, "
+        answers = counted(total, "learner's answer", "learners' answers")
+        lines.append(f"{answers} on {helpers.backends.backend_name()}, "
                      f"{sum(t for r in _ran.values() for _, t in r):.0f} s in all")
     return lines
 
