@@ -96,7 +96,6 @@ def my_handler(table, request):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "a marker per payment, in a transaction": '''
 from helpers import WalletNotFound
 

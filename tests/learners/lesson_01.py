@@ -79,7 +79,6 @@ WRONG = {
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "a read for the answer, the condition on the write": '''
 def my_set_status(table, order_id, status, seq):
     if status not in STATUSES or type(seq) is not int or seq < 1:

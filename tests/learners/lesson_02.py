@@ -84,7 +84,6 @@ def my_sign_up(table, username, email):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "a condition on the email too, then ALL_OLD": '''
 def my_sign_up(table, username, email):
     if not (isinstance(username, str) and username.strip() and isinstance(email, str) and email.strip()):

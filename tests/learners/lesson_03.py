@@ -103,7 +103,6 @@ def my_debit(table, wallet_id, amount, request_id):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "the old item's stamp compared": '''
 def my_debit(table, wallet_id, amount, request_id):
     check_debit(wallet_id, amount, request_id)

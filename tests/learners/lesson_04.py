@@ -71,7 +71,6 @@ def my_debit(table, wallet_id, amount, request_id):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "the stamp read from DynamoDB's JSON": '''
 def my_debit(table, wallet_id, amount, request_id):
     check_debit(wallet_id, amount, request_id)

@@ -112,7 +112,6 @@ def my_debit(table, wallet_id, amount, request_id):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "the debit first, the marker second, the reasons by position": '''
 def my_debit(table, wallet_id, amount, request_id):
     check_debit(wallet_id, amount, request_id)

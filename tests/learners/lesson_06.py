@@ -97,7 +97,6 @@ def my_complete(records, key, lease_token, response):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "status and token, ALL_OLD for our own lost answer": '''
 def my_complete(records, key, lease_token, response):
     if not lease_token:

@@ -93,7 +93,6 @@ def my_consumer(table, message):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "the marker first, the reasons as a tuple": '''
 def my_consumer(table, message):
     payment = json.loads(message["Body"])

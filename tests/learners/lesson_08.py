@@ -92,7 +92,36 @@ def my_pay(table, wallet_id, amount, request_id):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
+    "reasons by position, a for-else of resends": '''
+ATTEMPTS = 4
+WROTE_NOTHING = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "None"}
+RESEND_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerError",
+                "TransactionInProgressException", "TransactionConflictException", "RequestLimitExceeded"}
+
+
+def my_pay(table, wallet_id, amount, request_id):
+    check_debit(wallet_id, amount, request_id)
+    for attempt in range(ATTEMPTS):
+        if attempt:
+            db.clock.advance(0.1 * 2 ** attempt)
+        try:
+            table.meta.client.transact_write_items(TransactItems=ledger_items(table, wallet_id, amount, request_id))
+            return "applied"
+        except ClientError as error:
+            last = error
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                if error.response["Error"]["Code"] in RESEND_CODES:
+                    continue
+                raise
+            wallet, marker = [r.get("Code", "None") for r in error.response["CancellationReasons"]]
+            if wallet == "ConditionalCheckFailed":
+                raise WalletNotFound(wallet_id) from None
+            if wallet == "None" and marker == "ConditionalCheckFailed":
+                return "already applied"
+            if not {wallet, marker} <= WROTE_NOTHING:
+                raise
+    raise last
+''',
     "a whitelist of what wrote nothing, and tenacity-free": '''
 ATTEMPTS = 4
 

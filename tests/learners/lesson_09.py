@@ -55,7 +55,6 @@ def my_pay(url, payment, api_key):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
     "a loop of its own, with httpx-free requests": '''
 def my_pay(url, payment, api_key):
     key = str(keys())

@@ -68,7 +68,27 @@ def my_deliver(conn, provider):
 }
 
 RIGHT = {
-    "the solution": SOLUTION,
+    "BEGIN, charge, UPDATE ... RETURNING, COMMIT; ROLLBACK in finally": '''
+def my_deliver(conn, provider):
+    conn.execute("BEGIN")
+    done = False
+    try:
+        row = conn.execute("SELECT outbox_id, wallet_id, amount FROM outbox WHERE delivered_at IS NULL "
+                           "ORDER BY outbox_id FOR UPDATE SKIP LOCKED LIMIT 1").fetchone()
+        if not row:
+            conn.execute("COMMIT")
+            done = True
+            return False
+        charge = provider.charge(row[1], row[2], idempotency_key="outbox-" + str(row[0]))
+        conn.execute("UPDATE outbox SET charge_id = %s, delivered_at = %s WHERE outbox_id = %s RETURNING outbox_id",
+                     (charge.charge_id, now(), row[0])).fetchone()
+        conn.execute("COMMIT")
+        done = True
+        return True
+    finally:
+        if not done and not conn.broken:
+            conn.execute("ROLLBACK")
+''',
     "charge outside the transaction, then record, keyed by the row": '''
 def my_deliver(conn, provider):
     with conn.transaction():
