@@ -301,8 +301,12 @@ class _Between(Layer):
 
 
 def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
-             search: _Search | None = None, between: _Between | None = None) -> type[RuleBasedStateMachine]:
+             search: _Search | None = None, between: _Between | None = None,
+             departed: bool = False) -> type[RuleBasedStateMachine]:
     search, between = search or _Search(None), between or _Between()
+    # issue 35: with callers who leave, a history also waits to the provider's edge (its window less the design's
+    # margin); without them, the waits drawn are exactly SPANS, as before
+    spans = [*SPANS, "provider edge"] if departed and subject.cutoff is not None else SPANS
     faults, payloads = _faults_for(subject), _payloads(subject)
     requests = _requests(keys_reused, payloads_=payloads)
     model = Model(subject.opening, subject.max_amount, subject.guards_overdraft, subject.wallets_of)
@@ -321,6 +325,8 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
     class History(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
+            if departed:
+                subject.settle()             # what earlier histories left is finished first: not this one's money
             subject.begin()
             self.tag = next(_TAGS)               # this history's keys are new to the table
             self.ops: dict[tuple[str, str], Operation] = {}
@@ -448,24 +454,26 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             self.note(request, answer, what, fault=fault, crash_at=crash_at)
             self.judge(request, answer, moved)
 
-        @rule(span=st.sampled_from(SPANS))
+        @rule(span=st.sampled_from(spans))
         def wait(self, span: str) -> None:
             if span == "lease":
                 subject.clock.advance(subject.lease + 1)
                 self.said.append({"said": f"{subject.lease + 1:.0f} s pass (leases run out)", "wait": "lease"})
                 return
-            if span == "retention edge":       # every clock's edge: just before the oldest key's window ends
-                edge = min((op.first_at + subject.retention for op in self.ops.values()), default=None)
+            if span in ("retention edge", "provider edge"):   # every clock's edge: just before the oldest key's
+                window = subject.retention if span == "retention edge" else subject.cutoff   # window ends
+                edge = min((op.first_at + window for op in self.ops.values()), default=None)
                 if edge is not None and edge - EDGE_SECONDS > subject.clock.now():
                     subject.clock.advance(edge - EDGE_SECONDS - subject.clock.now())
-                    self.said.append({"said": f"time passes to {EDGE_SECONDS:.0f} s before the oldest key's window "
+                    whose = "window" if span == "retention edge" else "provider window (less the margin)"
+                    self.said.append({"said": f"time passes to {EDGE_SECONDS:.0f} s before the oldest key's {whose} "
                                               "ends (the same keys are sent again)", "wait": "retention"})
                     # old keys resent across the edge, just before it and just after (not where no key can be resent:
                     # one request at a time, or a client that makes its own key for each call)
                     if not one_at_a_time and not getattr(subject, "one_call_per_key", False):
-                        self.resend_all(f" (resent {EDGE_SECONDS:.0f} s before its window ends)")
+                        self.resend_all(f" (resent {EDGE_SECONDS:.0f} s before its {whose} ends)")
                         subject.clock.advance(2 * EDGE_SECONDS)
-                        self.resend_all(f" (resent {EDGE_SECONDS:.0f} s after its window ends)")
+                        self.resend_all(f" (resent {EDGE_SECONDS:.0f} s after its {whose} ends)")
                 return
             self.quiesce()
             subject.clock.advance(subject.retention + 3600)
@@ -514,6 +522,9 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             subject.clock.advance(subject.lease + 1)
             subject.drain()
             self.money()
+            if departed:
+                self.recover()
+                return
             for op in [*(o for o in self.closed if o.pending), *self.ops.values()]:
                 for payload in sorted(op.pending):           # every client without a final answer sends again
                     self.drive(op.caller, op.key, op, payload)
@@ -524,6 +535,47 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                             {w: money[f"{w} charged"] for w in WALLETS} if subject.provider else None)
             except Violation as violation:
                 self.fail(violation, at_last_step=False)     # money at quiescence: no one answer broke it
+
+        def recover(self) -> None:
+            """Issue 35: the callers still without a final answer have left, and nobody resends for them. Past every
+            lease and the recovery worker's grace, the subject's worker runs, twice (the second run must move no
+            money); then no payment may be half done (per wallet, debited = charged); then each caller comes back
+            once with its request and must get a final answer; then the money must match the answers (*once*)."""
+            subject.clock.advance(subject.grace + 1)
+            ran = subject.recover()
+            subject.drain()
+            self.said.append({"said": "the callers without a final answer have left; " + (
+                "the recovery worker runs, twice" if ran else "there is no recovery worker"), "wait": "recovery"})
+            money = self.money()
+            if ran:
+                subject.recover()
+                subject.drain()
+                if self.money() != money:
+                    self.fail(Violation(ONCE, "the recovery worker's second run moved money"), at_last_step=False)
+            if subject.provider is not None:
+                for w in WALLETS:
+                    d, c = money[f"{w} debited"], money[f"{w} charged"]
+                    if d != c:
+                        self.fail(Violation(ONCE, f"wallet {w!r}: debited {d}, charged {c} once its callers had left: "
+                                                  "a payment left half done, with nobody to resend it"),
+                                  at_last_step=False)
+            for op in [*(o for o in self.closed if o.pending), *self.ops.values()]:
+                for payload in sorted(op.pending):           # each caller comes back once, after the worker
+                    request, before = (op.caller, op.key, payload, "returns"), self.money()
+                    answer = self.call(request, lambda step: None, op)
+                    self.note(request, answer, " (its caller comes back once, after the recovery worker)")
+                    self.judge(request, answer, {k: v - before[k] for k, v in self.money().items()}, op)
+                    if _kind(answer) not in FINAL:
+                        self.fail(Violation(LIVE, f"{op.caller}'s key {op.key!r} ({payload[1]} from {payload[0]!r}) "
+                                                  f"came back after the recovery worker and got {in_words(answer)}, "
+                                                  "not a final answer"))
+            subject.drain()
+            money = self.money()
+            try:
+                check_money([*self.closed, *self.ops.values()], {w: money[f"{w} debited"] for w in WALLETS},
+                            {w: money[f"{w} charged"] for w in WALLETS} if subject.provider else None)
+            except Violation as violation:
+                self.fail(violation, at_last_step=False)
 
         def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int],
                   why: str = " (resent at quiescence)") -> None:
@@ -617,7 +669,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                 self.current = None                      # the keys sent from now on are new ones
 
         if subject.waits:            # a rule only where time matters (leases, retention windows)
-            wait = rule(span=st.sampled_from(SPANS))(wait)
+            wait = rule(span=st.sampled_from(spans))(wait)
 
         def teardown(self) -> None:
             if not self.skip:
@@ -720,7 +772,7 @@ def _history_events(history: list[dict[str, Any]], store: str, sentence: str) ->
 
 def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, histories: int = 100, steps: int = 6,
                   name: str | None = None, seed_search: bool = False, shrink: bool | int = True,
-                  keys_reused: bool = True, one_at_a_time: bool = False) -> Verdict:
+                  keys_reused: bool = True, one_at_a_time: bool = False, departed: bool = False) -> Verdict:
     """Send `handler` `histories` generated histories (deterministic unless `seed_search`); return the Verdict.
 
     With `shrink=False` the first failing history is returned as found, not shortened (faster); with a number,
@@ -733,6 +785,13 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
     the last key, `last_request_id`, which give up *once* under ABA on purpose: what do they hold without it?).
     A `RecordSubject` (a write that is not money) is held to *truthful* and *live* only; the key options do
     not apply to it.
+
+    With `departed=True` (issue 35) a caller without a final answer has left: at quiescence nobody resends for it.
+    Time passes past every lease and the recovery worker's grace, the handler's recovery worker runs twice
+    (`recover_unfinished` in the handler's module: `Subject.recover`), and *once* must hold then -- no payment half
+    done -- and again after each caller came back once with its request, which must get a final answer. The
+    histories also wait to the provider's edge (`PROVIDER_WINDOW - MARGIN` in the handler's module). Without it,
+    the histories and the quiescence are as they always were.
     """
     if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):
         raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")
@@ -743,7 +802,7 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
     search = _Search(None if isinstance(shrink, bool) else shrink)
     between = _Between()
     machine = (_record_machine(subject, search) if record else
-               _machine(subject, keys_reused, one_at_a_time, search, between))
+               _machine(subject, keys_reused, one_at_a_time, search, between, departed))
     subject.run = 0
     if not seed_search:    # issue 23: a fixed seed, not derandomize's digest of the machine's source, so the
         machine = seed(SEED)(machine)   # histories (and the notebooks' outputs) stay put when the checker is edited

@@ -72,6 +72,11 @@ class Subject:
     at_limits = True
     world = True             # the world may change between steps: a wallet closed, reopened, paid from elsewhere
     wallets_of: dict[str, set[str]] | None = None   # caller -> the wallets it may pay from (None: any, as in 06)
+    # issue 35: a recovery worker, `recover_unfinished()` in the handler's module, finishes payments whose callers
+    # left once their lease ended `RECOVERY_GRACE_SECONDS` ago; `cutoff` is how old a payment may be before the
+    # provider's key is near its end (PROVIDER_WINDOW - MARGIN): check_handler(..., departed=True) waits to it
+    grace = 0.0
+    cutoff: float | None = None
 
     def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
         self.handler, self.g = handler, getattr(handler, "__globals__", {})
@@ -85,6 +90,7 @@ class Subject:
         self.retention = float(self.g.get("RETENTION_SECONDS", 24 * 3600))
         self.max_amount, self.guards_overdraft = self.g.get("MAX_AMOUNT"), bool(self.g.get("GUARDS_OVERDRAFT"))
         self.attempts = int(self.g.get("ATTEMPTS", self.attempts))
+        self.grace, self.cutoff = _recovery_clock(self.g)
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list(clients.values())
@@ -153,6 +159,24 @@ class Subject:
 
     def drain(self) -> None:
         """At quiescence: let any background worker finish (a handler with an outbox overrides it)."""
+
+    def recover(self) -> bool:
+        """Issue 35: run the handler's recovery worker (`recover_unfinished()` in its module) once, as a scheduler
+        would; False when it has none (its departed callers' payments are then as they left them)."""
+        worker = self.g.get("recover_unfinished")
+        if worker is None:
+            return False
+        worker()
+        return True
+
+    def settle(self) -> None:
+        """Issue 35, before a history whose callers may leave: the worker finishes what earlier histories (or checks)
+        left unfinished, against a provider of its own, so that each history's worker meets only its own payments."""
+        if self.g.get("recover_unfinished") is None:
+            return
+        self.g["provider"] = PaymentProvider(self.clock)
+        self.clock.advance(self.lease + self.grace + 1)
+        self.recover()
 
     def words(self, answer: Any) -> str:
         """An answer in a few words, for the history."""
@@ -285,6 +309,7 @@ class HttpSubject(Subject):
         self.lease = float(namespace["LEASE_SECONDS"])
         self.retention = float(namespace["RETENTION_SECONDS"])
         self.max_amount, self.guards_overdraft = namespace.get("MAX_AMOUNT"), bool(namespace.get("GUARDS_OVERDRAFT"))
+        self.grace, self.cutoff = _recovery_clock(namespace)
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
         self.run, self.provider = 0, None
@@ -438,6 +463,12 @@ def said(answer: Any) -> str:
         reasons = [r.get("Code", "") for r in answer.response.get("CancellationReasons", [])]
         return error + (f" [{', '.join(reasons)}]" if reasons else "")
     return in_words(answer) if isinstance(answer, BaseException) else repr(answer)[:60]
+
+
+def _recovery_clock(g: dict[str, Any]) -> tuple[float, float | None]:
+    """The recovery worker's grace, and the provider's edge (its window less the margin), from a handler's module."""
+    cutoff = g["PROVIDER_WINDOW"] - g.get("MARGIN", 0) if "PROVIDER_WINDOW" in g else None
+    return float(g.get("RECOVERY_GRACE_SECONDS", 0)), None if cutoff is None else float(cutoff)
 
 
 def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,46 @@
+"""Issue 35: callers who leave. `check_handler(..., departed=True)`: at quiescence nobody resends for a caller
+without a final answer; the handler's recovery worker runs (twice), and *once* must hold then -- no payment half
+done -- and again after each caller came back once. 06's `pay` with 11's worker, and 09's endpoint with its own,
+hold every property over the histories the other specification tests use (500 on moto, 100 on DynamoDB Local);
+without a worker, the checker finds a payment left half done."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from summary_lines import summary
+
+from helpers.checker import check_handler
+from helpers.lessons import swapped
+from helpers.specification import ONCE
+
+from notebook_code import lesson
+
+BACKEND = os.environ.get("RETRY_BACKEND", "moto")
+HOLDS = 500 if BACKEND == "moto" else 100
+pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
+
+
+def report(verdict):
+    summary(f"the specification's checker on {BACKEND}").append(
+        str(verdict) if verdict.broken is None else f"{verdict.handler} breaks {verdict.broken} (as it should)")
+
+
+@pytest.fixture(scope="module")
+def nb11():
+    return lesson("11_saved_responses_in_depth.ipynb")     # 06's pay, and 11's recovery worker beside it
+
+
+def test_06_pay_with_11s_recovery_worker_holds_every_property_with_no_resends_from_departed_callers(nb11):
+    verdict = check_handler(nb11["pay"], histories=HOLDS, departed=True, name="06 pay + recover_unfinished")
+    report(verdict)
+    assert verdict.broken is None, str(verdict)
+    assert verdict.histories >= HOLDS
+
+
+def test_06_pay_without_a_worker_leaves_a_departed_callers_payment_half_done(nb11):
+    with swapped(nb11, recover_unfinished=None):
+        verdict = check_handler(nb11["pay"], histories=100, departed=True, shrink=False, name="06 pay, no worker")
+    report(verdict)
+    assert verdict.broken == ONCE and "half done" in verdict.sentence, str(verdict)
