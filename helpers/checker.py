@@ -7,7 +7,8 @@ sometimes differ, two callers, attempts that share an invocation ID and a millis
 step the handler reaches (each `hook(step)` call), another request -- a duplicate or any other -- run to its
 end there or before any of the attempt's DynamoDB requests (the checker owns the wire: `_Between`), after the
 attempt stalled past its lease or not; a lost DynamoDB answer or one of DynamoDB's failure answers at any write,
-once or lasting through the handler's own resends (`ATTEMPTS` writes in a row), the payment provider down; leases and retention windows running out -- and where bugs live: old keys resent
+once or lasting through the handler's own resends of a transaction (`ATTEMPTS` times in a row), the payment
+provider down; leases and retention windows running out -- and where bugs live: old keys resent
 across the retention window's edge, an attempt stalled to just short of its lease or slowed 10 s mid-way, the
 world changing between steps (a wallet closed, reopened, paid from elsewhere), amounts at the design's declared
 limits. After each history it quiesces
@@ -450,7 +451,8 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             moved = {k: v - before[k] - nested_moved.get(k, 0) for k, v in self.money().items()}
             fault = fault if fired else None      # a handler may make fewer writes than the fault names
             what = ((f", crashing at {crashed[0]!r}" if crashed else "")
-                    + (f", taking {SLOW_SECONDS:.0f} s {slowed[0].replace('about to send', 'before')}" if slowed else "") + _fault_words(fault))
+                    + (f", taking {SLOW_SECONDS:.0f} s {slowed[0].replace('about to send', 'before')}" if slowed
+                       else "") + _fault_words(fault))
             self.note(request, answer, what, fault=fault, crash_at=crash_at)
             self.judge(request, answer, moved)
 
