@@ -539,3 +539,60 @@ def test_a_payment_finished_past_the_providers_window_is_looked_up_not_charged_a
     nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
     after = post(nb, headers(nb, key), PAYMENT)
     assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1), after.text
+
+
+# --- issue 35: a payment whose caller never resends, finished by 09's recovery worker ----------------------------
+
+def charged_for(nb, key, account="acct_alice"):
+    """The provider's charge for this payment (its key made from the record's key and started_at), or None."""
+    started_at = int(record(nb, account, key)["started_at"])
+    return nb["provider"].find(nb["provider_key"](f"{account}#{key}@{started_at}"))
+
+
+def test_a_departed_callers_payment_stays_half_done_without_the_worker_and_is_finished_with_it(fresh):
+    nb, key = fresh, next(_keys)
+    nb["provider"].fail_next()
+    assert post(nb, headers(nb, key), PAYMENT).status_code == 503          # ... and the caller never resends
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + nb["RECOVERY_GRACE_SECONDS"] + 1)
+    assert (debits(nb), charged_for(nb, key), record(nb, "acct_alice", key)["status"]) == (1, None, "IN_PROGRESS")
+    assert nb["recover_unfinished"]()[f"acct_alice#{key}"] == 201
+    assert (debits(nb), charged_for(nb, key).amount, record(nb, "acct_alice", key)["status"]) == (1, 10, "COMPLETED")
+    assert f"acct_alice#{key}" not in nb["recover_unfinished"]()                  # run twice: nothing to do
+    back = post(nb, headers(nb, key), PAYMENT)
+    assert back.status_code == 201 and back.headers["idempotent-replayed"] == "true"
+    assert back.json()["id"] == charged_for(nb, key).charge_id and debits(nb) == 1
+
+
+def test_the_worker_leaves_a_payment_with_no_debit_and_steps_aside_for_a_resend(fresh):
+    nb, key, other = fresh, next(_keys), next(_keys)
+    nb["claim"](f"acct_alice#{key}", request_of(PAYMENT), "crashed-before-the-debit")
+    nb["provider"].fail_next()
+    assert post(nb, headers(nb, other), PAYMENT).status_code == 503
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + nb["RECOVERY_GRACE_SECONDS"] + 1)
+    stale = {r["pk"]: r for r in nb["records"].scan(ConsistentRead=True)["Items"]}[f"acct_alice#{other}"]
+    assert post(nb, headers(nb, other), PAYMENT).status_code == 201            # the caller resends first ...
+    assert nb["finish_left"](stale) == "taken"                                 # ... the worker's fence refuses it
+    assert nb["recover_unfinished"]()[f"acct_alice#{key}"] == "nothing debited"
+    assert (debits(nb), charged_for(nb, other).amount, charged_for(nb, key)) == (1, 10, None)
+
+
+def test_the_worker_past_the_providers_window_looks_the_charge_up_and_never_charges_again(fresh):
+    """The window rule (issue 35, step 2) for 09: the charge made, the process gone before the completion; the
+    worker runs a day and a minute later, when the provider has forgotten its key: no charge request is sent."""
+    nb, key, asked = fresh, next(_keys), []
+    work, end_lease = nb["work"], nb["end_lease"]
+
+    def crash_after_the_charge(*args):
+        work(*args)
+        raise RuntimeError("the process died after the charge")
+    nb["work"], nb["end_lease"] = crash_after_the_charge, lambda record_key, lease: None
+    try:
+        assert post(nb, headers(nb, key), PAYMENT).status_code == 500
+    finally:
+        nb["work"], nb["end_lease"] = work, end_lease
+    nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
+    charge, first = nb["provider"].charge, charged_for(nb, key)
+    nb["provider"].charge = lambda *args, **kwargs: asked.append(kwargs["idempotency_key"]) or charge(*args, **kwargs)
+    assert nb["recover_unfinished"]()[f"acct_alice#{key}"] == 201           # (and any other test's leftovers)
+    assert first.idempotency_key not in asked and debits(nb) == 1
+    assert [c.idempotency_key for c in nb["provider"].made].count(first.idempotency_key) == 1

@@ -14,6 +14,7 @@ from summary_lines import summary
 from helpers.checker import check_handler
 from helpers.lessons import swapped
 from helpers.specification import ONCE
+from helpers.subjects import HttpSubject
 
 from notebook_code import lesson
 
@@ -44,3 +45,17 @@ def test_06_pay_without_a_worker_leaves_a_departed_callers_payment_half_done(nb1
         verdict = check_handler(nb11["pay"], histories=100, departed=True, shrink=False, name="06 pay, no worker")
     report(verdict)
     assert verdict.broken == ONCE and "half done" in verdict.sentence, str(verdict)
+
+
+def test_09_post_payments_with_its_recovery_worker_holds_every_property_with_no_resends_from_departed_callers():
+    nb = lesson("09_over_http.ipynb")
+    try:
+        verdict = check_handler(HttpSubject(nb, name="09 POST /payments + worker"), histories=HOLDS, departed=True)
+        report(verdict)
+        assert verdict.broken is None, str(verdict)
+        with swapped(nb, recover_unfinished=None):
+            alone = check_handler(HttpSubject(nb, name="09, no worker"), histories=100, departed=True, shrink=False)
+        report(alone)
+        assert alone.broken == ONCE and "half done" in alone.sentence, str(alone)
+    finally:
+        nb["server"].stop()
