@@ -465,9 +465,17 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             if span in ("retention edge", "provider edge"):   # every clock's edge: just before the oldest key's
                 window = subject.retention if span == "retention edge" else subject.cutoff   # window ends
                 edge = min((op.first_at + window for op in self.ops.values()), default=None)
+                if span == "provider edge" and edge is not None:   # past it: a charge is looked up, not asked
+                    edge += 2 * EDGE_SECONDS
                 if edge is not None and edge - EDGE_SECONDS > subject.clock.now():
                     subject.clock.advance(edge - EDGE_SECONDS - subject.clock.now())
                     whose = "window" if span == "retention edge" else "provider window (less the margin)"
+                    if span == "provider edge":
+                        self.said.append({"said": f"time passes to {EDGE_SECONDS:.0f} s after the oldest key's {whose}"
+                                                  " ends (the same keys are sent again)", "wait": "retention"})
+                        if not one_at_a_time and not getattr(subject, "one_call_per_key", False):
+                            self.resend_all(f" (resent {EDGE_SECONDS:.0f} s after its {whose} ends)")
+                        return
                     self.said.append({"said": f"time passes to {EDGE_SECONDS:.0f} s before the oldest key's {whose} "
                                               "ends (the same keys are sent again)", "wait": "retention"})
                     # old keys resent across the edge, just before it and just after (not where no key can be resent:
@@ -572,12 +580,30 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                                                   f"came back after the recovery worker and got {in_words(answer)}, "
                                                   "not a final answer"))
             subject.drain()
+            self.window_rule()
             money = self.money()
             try:
                 check_money([*self.closed, *self.ops.values()], {w: money[f"{w} debited"] for w in WALLETS},
                             {w: money[f"{w} charged"] for w in WALLETS} if subject.provider else None)
             except Violation as violation:
                 self.fail(violation, at_last_step=False)
+
+        def window_rule(self) -> None:
+            """Issue 35, step 2: no charge request with a key whose first charge is older than the provider's window
+            less the design's margin (`cutoff`): past it the provider may forget the key and charge again, so the
+            charge is looked up instead."""
+            provider = subject.provider
+            if provider is None or subject.cutoff is None:
+                return
+            first: dict[str, float] = {}
+            for charge in provider.made:
+                first.setdefault(charge.idempotency_key, charge.charged_at)
+            for key, at in provider.asked:
+                if key in first and at - first[key] >= subject.cutoff:
+                    self.fail(Violation(ONCE, f"a charge was asked again with provider key {key!r} "
+                                              f"{(at - first[key]) / 3600:.1f} h after its first charge, past the "
+                                              "provider's window less the margin: it may have forgotten the key and "
+                                              "charge twice (look the charge up instead)"), at_last_step=False)
 
         def drive(self, caller: str, key: str, op: Operation, payload: tuple[str, int],
                   why: str = " (resent at quiescence)") -> None:

@@ -16,7 +16,9 @@ its idempotency keys). `fail_next(n)` makes the next `n` requests fail with
 ``with watch_charges(callback):`` every answered request is also reported as
 ``callback(charge, new)`` (notebook 06 draws its swimlanes from that).
 
-`calls` counts every request it received, `charges` every charge it made.
+`calls` counts every request it received, `charges` every charge it made; `asked` lists every charge request
+as (idempotency key, when), so a check can hold a caller to a window rule (never ask again with a key whose first
+charge is older than the window less a margin: issue 35).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class PaymentProvider:
         self.clock = clock
         self.key_window_seconds = key_window_seconds
         self.calls = 0
+        self.asked: list[tuple[str, float]] = []
         self.made: list[Charge] = []
         self._keys: dict[str, Charge] = {}
         self._failures = 0
@@ -120,6 +123,7 @@ class PaymentProvider:
         check_key(idempotency_key)
         with self._lock:
             self.calls += 1
+            self.asked.append((idempotency_key, self.clock.now()))
             if self._failures:
                 self._failures -= 1
                 raise ProviderUnavailable("the payment provider is unavailable; nothing was charged")
