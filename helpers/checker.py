@@ -44,12 +44,14 @@ A handler that keeps no record of its keys, defined where its `db`, `wallets` an
     ...     return {"status": 201, "body": json.dumps({"charge": charge.charge_id})}
     >>> verdict = check_handler(pay, histories=10, steps=2, shrink=False)   # the default shrinks (slower)
     >>> print(verdict)
-    pay breaks once: wallet 'bob': debited 20, charged 10, but the answers said 10 was paid
+    pay breaks bound to its payload: key 'k2' answered success for 10 from 'bob' and then for 2000 from
+        'bob'
     the first history found (not shrunk):
-      1. shop-a sends k2 (10 from bob) as inv-1, write 0's answer lost -> ReadTimeoutError
+      1. shop-a sends k2 (10 from bob) as inv-2 -> 201 ch_0001
+           (while the next one is at 'debited')
     ...
     >>> verdict.broken, verdict.history[0]["caller"]
-    ('once', 'shop-a')
+    ('bound to its payload', 'shop-a')
     >>> verdict.draw()                     # the same history as a swimlane chart (None when every property held)
     <Figure size ... with 1 Axes>
 """
