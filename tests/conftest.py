@@ -74,12 +74,131 @@ def sqs(db):
     use_wall_clock()
 
 
-# --- tests that do not touch a backend run once, on the moto tier ---------------------------------------
+# --- tests whose outcome no backend can change run once, on the moto tier (issue 37) ----------------------
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "backend_independent: reads files or libraries only (rendering, chapter shape, packaging); "
         "run on the moto tier only, since another backend would repeat the same check")
+
+
+# A test runs on the other tiers only where their backend can change its outcome. Besides the tests marked
+# backend_independent (in their own files), this table names what runs on the moto tier only -- kept here, not in
+# the test files, so one place says what each tier runs. Keys: "file.py" (the whole file), "file.py::test_name"
+# (every parametrization of it), "file.py::test_name[id]" (one). "no request" was measured: tools/backend_calls.py
+# counts each test's botocore requests (moto's included) and the processes it starts, fixtures and imports
+# included; these made none and started none. A test added to those files runs on every tier until listed here.
+MOTO_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "no request": (
+        "no DynamoDB/SQS request, no process (measured): bad input, clocks, fakes",
+        ("test_copies.py", "test_gateway.py", "test_swimlanes.py",
+         *(f"test_backends.py::{t}" for t in (
+             "test_a_shared_dynamodb_local_gives_each_process_its_own_tables", "test_aws_needs_explicit_opt_in",
+             "test_dynamodb_local_without_java_says_what_to_install",
+             "test_dynamodb_local_without_the_package_says_what_to_install",
+             "test_sdk_retries_make_three_attempts_one_fewer_than_botocores_dynamodb_default",
+             "test_surrounding_spaces_are_ignored_alike_in_the_name_and_the_opt_in",
+             "test_unknown_backend_names_the_choices")),
+         *(f"test_bad_input.py::{t}" for t in ("test_dynamodb_limits_are_refused_first_by_name",
+                                               "test_the_limits_themselves_are_accepted",
+                                               "test_there_are_at_least_ten_bad_inputs")),
+         "test_callers.py::test_a_callers_error_is_its_result_and_a_bad_sleep_is_refused",
+         "test_callers.py::test_callers_wake_in_virtual_time_order_and_nothing_waits",
+         "test_capacity.py::test_item_size_follows_the_documented_rules",
+         "test_doctests.py::test_the_examples_are_found",
+         *(f"test_doctests.py::test_docstring_examples_hold[helpers.{m}]" for m in (   # not helpers.checker's
+             "callers", "clock", "dynamodb_errors", "events", "faults", "http_faults", "ids", "schedule",
+             "services.gateway", "swimlanes", "wire")),
+         *(f"test_dynamodb_errors.py::{t}" for t in ("test_a_seeded_schedule_is_the_same_every_run",
+                                                     "test_bad_schedules_are_refused_by_name",
+                                                     "test_botocore_rules_for_answers_no_helper_produces",
+                                                     "test_the_doctests_hold")),
+         *(f"test_faults.py::{t}" for t in ("test_a_schedule_must_let_responses_through",
+                                            "test_install_rejects_what_is_not_a_client",
+                                            "test_request_ids_are_seeded_uuids", "test_schedules_are_seeded")),
+         "test_http_contract.py::test_a_bare_tenacity_retry_retries_any_exception_forever_without_waiting",
+         "test_http_contract.py::test_urllib3_retries_a_refused_post_with_the_default_allowed_methods",
+         *(f"test_http_server.py::{t}" for t in (
+             "test_a_held_answer_is_sent_late_to_a_client_that_never_gives_up",
+             "test_a_keep_alive_connection_does_not_keep_the_server_alive",
+             "test_a_lost_answer_is_committed_and_never_sent", "test_bad_arguments_are_refused_before_anything_starts",
+             "test_bad_schedules_are_refused", "test_close_needs_uvicorn", "test_server_class_is_what_serve_returns",
+             "test_serving_again_under_a_name_replaces_the_server",
+             "test_start_serves_and_stop_leaves_no_thread_process_or_port",
+             "test_stopping_while_an_answer_is_held_still_leaves_nothing")),
+         "test_lesson_05.py::test_time_in_items_is_stated_in_05_and_linked_from_06_and_07",
+         *(f"test_lesson_06.py::{t}" for t in (
+             "test_powertools_clock_bad_input", "test_powertools_reads_the_virtual_clock_only_inside_the_block",
+             "test_provider_bad_input_charges_nothing",
+             "test_provider_keys_up_to_255_characters_down_means_nothing_charged_and_watchers_hear_each_answer",
+             "test_provider_replays_a_key_refuses_a_changed_charge_and_forgets_after_the_window",
+             "test_provider_window_must_be_positive")),
+         "test_lesson_08.py::test_the_checker_names_each_answer_it_injects",
+         "test_lesson_10.py::test_call_with_passes_what_the_signature_names",
+         "test_lesson_10.py::test_load_lesson_names_a_missing_notebook",
+         *(f"test_queues.py::{t}" for t in ("test_a_bad_visibility_timeout_is_refused",
+                                            "test_bad_crash_numbers_are_refused", "test_the_handler_must_be_callable")),
+         "test_resends.py::test_attempts_must_be_a_whole_number_of_at_least_one",
+         *(f"test_specification.py::{t}" for t in (     # histories written by hand, judged by the checker alone
+             "test_a_replay_that_differs_breaks_truthful_and_a_success_for_another_payload_breaks_bound",
+             "test_an_answer_that_says_nothing_was_written_while_money_moved_breaks_truthful",
+             "test_answers_are_classified_by_what_they_tell_the_caller",
+             "test_money_must_match_the_answers_per_wallet",
+             "test_truthful_a_resend_after_success_gets_the_first_answer_not_a_refusal",
+             "test_useful_a_refusal_needs_a_reason_in_the_model")),
+         "test_sqs_clock.py::test_bad_input", "test_sqs_clock.py::test_wall_clock_comes_back",
+         "test_wire.py::test_client_of_names_what_it_was_given", "test_wire.py::test_the_order_is_stated_once")),
+    "Postgres": (
+        "lesson 10's Postgres: no DynamoDB request (measured), only Postgres's processes",
+        ("test_postgres.py", "test_exercises_specification.py::test_10_the_solution_passes_the_scenarios_and_the_"
+                             "specification")),
+    "hygiene walk": (
+        # Every cell run twice in a real kernel: a property of the notebook's own Python state (a cell that cannot
+        # be run again). What a rerun asks of the backend -- fresh_table on an existing table, with and without a
+        # sort key; a stream table deleted and made again -- runs on every tier in test_backends.py
+        # (test_connect_is_reused_and_tables_are_created_idempotently), the exercises' checkers (fresh_table per
+        # history, sort key "sk") and test_lesson_07.py; strict nbval runs every notebook on every tier.
+        "each cell twice: the notebook's Python state; strict nbval runs on both",
+        ("test_notebook_hygiene.py",)),
+    "checker's score": (
+        # The wrong handlers measure the checker's search -- backend-independent logic -- though each makes requests.
+        # Kept on every tier (CHECKER_SCORE_EVERY_TIER): the entries whose mistake is in what DynamoDB evaluates -- a
+        # condition, a transaction's grouping, a cancellation's reasons, ClientRequestToken, ALL_OLD -- and the
+        # controls of their kinds, so a refusal there comes from the mistake on that backend too.
+        "the checker's search; on both only entries wrong in a DynamoDB semantic",
+        ("test_checker_score.py",)),
+}
+CHECKER_SCORE_EVERY_TIER = tuple(f"test_checker_score.py::{test}[{name}]" for test, names in (
+    ("test_the_checker_refuses_the_wrong_handler", (
+        "06 claim without the fingerprint", "06 claim never taken over", "06 complete not fenced",   # conditions
+        "ledger marker attribute_exists", "ledger marker kept 60 s",
+        "06 marker and debit in two writes", "ledger marker outside the transaction",               # transactions
+        "06 every cancellation already debited", "ledger swallowing every ClientError",             # cancellations
+        "ledger cancellations as WalletNotFound", "07 every cancellation already applied",
+        "05 debit_token",                                                       # ClientRequestToken (xfail per tier)
+        "02 sign-up taking any row as its own")),                               # ReturnValuesOnConditionCheckFailure
+    ("test_the_catalogues_constructions_hold_with_nothing_swapped", (
+        "06 pay", "05 debit_ledger", "05 debit_ledger as rewritten here", "07 debit_by_operation", "02 my_sign_up")),
+) for name in names)
+
+
+def _test_key(item) -> str:
+    """"file.py::test_name[id]": the node id from the file's name on (the table above is keyed by it)."""
+    return item.path.name + ("::" + item.nodeid.split("::", 1)[1] if "::" in item.nodeid else "")
+
+
+def _listed(key: str, patterns: tuple[str, ...]) -> bool:
+    return any(key == p or key.startswith(p + ("[" if "::" in p else "::")) for p in patterns)
+
+
+def moto_only(item) -> str | None:
+    """Why `item` runs on the moto tier only (a MOTO_ONLY group, or "backend_independent"); None: every tier."""
+    if item.get_closest_marker("backend_independent") is not None:
+        return "backend_independent"
+    key = _test_key(item)
+    if _listed(key, CHECKER_SCORE_EVERY_TIER):
+        return None
+    return next((group for group, (_, patterns) in MOTO_ONLY.items() if _listed(key, patterns)), None)
 
 
 LESSON_10 = ("test_postgres.py", "test_lesson_10.py", "10_postgres_shaped.ipynb", "10_postgres_shaped_solution.ipynb")
@@ -114,24 +233,35 @@ LONGEST_FIRST = ("test_notebook_hygiene.py", "test_properties.py", "test_concurr
 
 def pytest_collection_modifyitems(config, items):
     """Lesson 10 without a Postgres: skip its tests (above). The longest files first (a stable sort: each file's
-    tests keep their order). On a tier other than moto, deselect the tests marked backend_independent (they ran
-    on moto)."""
+    tests keep their order). On a tier other than moto, deselect the tests marked backend_independent and those
+    MOTO_ONLY names (they ran on moto)."""
     _skip_lesson_10_without_postgres(items)
     items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
                else len(LONGEST_FIRST))
     backend = helpers.backends.backend_name()
     if backend == "moto":
         return
-    keep = [item for item in items if item.get_closest_marker("backend_independent") is None]
-    dropped = [item for item in items if item.get_closest_marker("backend_independent") is not None]
+    why = {item.nodeid: moto_only(item) for item in items}
+    dropped = [item for item in items if why[item.nodeid]]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+        items[:] = [item for item in items if not why[item.nodeid]]
         from summary_lines import summary
 
-        files = sorted({item.path.name for item in dropped})
-        summary(f"backend-independent on {backend}").append(
-            f"{len(dropped)} tests in {len(files)} files run on the moto tier only: {', '.join(files)}")
+        lines = summary(f"run on the moto tier only, not on {backend}")
+        lines.append(f"{len(dropped)} tests: the {backend} backend cannot change their outcome (tests/conftest.py)")
+        marked = {item.path.name for item in dropped if why[item.nodeid] == "backend_independent"}
+        files = f"{len(marked)} file{'s' * (len(marked) != 1)}"
+        groups = {"backend_independent": f"marked in {files}: read files or libraries only",
+                  **{group: reason for group, (reason, _) in MOTO_ONLY.items()}}
+        for group, reason in groups.items():
+            count = sum(why[item.nodeid] == group for item in dropped)
+            if count:
+                lines.append(f"{count:5} {group}: {reason}")          # at most 100 characters
+        keys, files = {_test_key(item) for item in items + dropped}, {item.path.name for item in items + dropped}
+        for pattern in [p for _, patterns in MOTO_ONLY.values() for p in patterns] + list(CHECKER_SCORE_EVERY_TIER):
+            if pattern.split("::")[0] in files and not any(_listed(key, (pattern,)) for key in keys):
+                lines.append(f"  matches no test (renamed? fix tests/conftest.py): {pattern}"[:100])
 
 
 # --- one terminal summary for every module's counts (tests/summary_lines.py), under xdist too -------------
@@ -160,7 +290,7 @@ def pytest_terminal_summary(terminalreporter):
     for title, lines in _from_workers.items():
         sections.setdefault(title, []).extend(lines)
     for title, lines in sections.items():
-        if title.startswith("backend-independent"):   # every worker deselected the same tests: say it once
+        if title.startswith("run on the moto tier only"):   # every worker deselected the same tests: say it once
             lines = list(dict.fromkeys(lines))
         terminalreporter.write_sep("-", title)
         for line in lines:
