@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: lab check lint test test-browser test-install test-moto test-dynamodb-local test-fidelity notebooks bench copies fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
+.PHONY: lab check lint test test-browser test-install test-moto test-dynamodb-local test-fidelity notebooks bench copies mutants fidelity dynamodb-local dynamodb-local-jar aws-cleanup book clean
 
 # Three layers, each a stamp file in .venv: what a learner needs (make lab), the test tools (make test, make check),
 # the maintainers' book and linter (make lint, make book). Lesson 10's embedded Postgres is its own pip call: where
@@ -81,6 +81,12 @@ notebooks: $(VENV)/.installed-test
 # takes ~25 min on 2 cores), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
 	$(BIN)/python tools/bench.py --write --tiers --install
+
+# Mutation testing of the lessons' handlers (tools/mutants.py): each mutant in tests/mutation/mutants.json runs
+# the tests that call its function; the report (tests/mutation/report-after.md) and the README's score are written.
+# About 40 minutes on 2 cores; `make test` runs a documented subset (tests/test_mutants.py).
+mutants: $(VENV)/.installed-test
+	$(BIN)/python tools/mutants.py --label after
 
 # Counts the code written twice (Python files; notebooks' code cells) and lists the longest copies.
 copies: $(VENV)/.installed

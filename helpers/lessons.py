@@ -46,8 +46,14 @@ def lesson_cells(notebook: str, tag: str) -> list[str]:
         raise LessonNotFound(f"no notebook {notebook!r} in notebooks/")
     # The file's JSON, read as it is (nbformat's reader would cost a second's imports in every kernel).
     cells = json.loads((NOTEBOOKS / notebook).read_text(encoding="utf-8"))["cells"]
-    return ["".join(c["source"]) for c in cells
-            if c["cell_type"] == "code" and tag in c.get("metadata", {}).get("tags", [])]
+    sources = ["".join(c["source"]) for c in cells
+               if c["cell_type"] == "code" and tag in c.get("metadata", {}).get("tags", [])]
+    return SOURCE_HOOK(notebook, tag, sources) if SOURCE_HOOK else sources
+
+
+# The mutation run (tools/mutants.py) sets this, in its own pytest processes only, to change one cell's source as
+# the tests load it; it is None everywhere else, and the cells are the notebook's as saved.
+SOURCE_HOOK: Callable[[str, str, list[str]], list[str]] | None = None
 
 
 @contextlib.contextmanager
