@@ -406,9 +406,9 @@ def _instrumented(notebook: str, source: str) -> str:
             body = function.body
             first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and \
                 isinstance(body[0].value, ast.Constant) else body[0]
-            if first.lineno > function.lineno and first.col_offset == len(lines[first.lineno - 1]) - \
-                    len(lines[first.lineno - 1].lstrip()):
-                inserts.append((first.lineno, first.col_offset, owner))
+            line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
+            if line > function.lineno and first.col_offset == len(lines[line - 1]) - len(lines[line - 1].lstrip()):
+                inserts.append((line, first.col_offset, owner))
     for line, column, owner in sorted(inserts, reverse=True):
         lines.insert(line - 1, " " * column + f"__mutants_seen__({notebook!r}, {owner!r})\n")
     return "".join(lines)
@@ -489,12 +489,14 @@ def _results(junit: Path) -> dict[str, tuple[str, float]]:
     return results
 
 
-def make_map(workers: int) -> dict[str, Any]:
-    """Run the helpers' tests once (moto) recording which lesson functions each test calls."""
+def make_map(workers: int, files: list[str] | None = None) -> dict[str, Any]:
+    """Run the helpers' tests once (moto) recording which lesson functions each test calls.
+
+    `files`: map these test files only, keeping the map's entries for every other file."""
     folder = Path(tempfile.mkdtemp())
     junit = folder / "junit.xml"
     ignore = [f"--ignore=tests/{name}" for name in NOT_MAPPED]
-    args = ["tests", *ignore, "-n", str(workers), "--dist", "loadfile"] if workers > 1 else ["tests", *ignore]
+    args = [*(files or ["tests"]), *ignore] + (["-n", str(workers), "--dist", "loadfile"] if workers > 1 else [])
     started = time.perf_counter()
     code, output = _pytest(args, _env(**{MAP_ENV: str(folder)}), junit)
     calls: dict[str, list[str]] = {}
@@ -506,8 +508,17 @@ def make_map(workers: int) -> dict[str, Any]:
                 calls.setdefault(where, []).append(test)
     seconds = {test: round(t, 2) for test, (_, t) in _results(junit).items()}
     failed = [test for test, (outcome, _) in _results(junit).items() if outcome == "failed"]
+    if files and MAP.exists():                          # keep what the other files' tests call
+        old = json.loads(MAP.read_text())
+        def ours(test: str) -> bool:
+            return any(test == f or test.startswith(f + "::") or "::" not in f and test.startswith(f) for f in files)
+
+        for where, tests in old["calls"].items():
+            calls.setdefault(where, []).extend(t for t in tests if not ours(t))
+        seconds = {**{t: s for t, s in old["seconds"].items() if not ours(t)}, **seconds}
+        failed += [t for t in old["failed_in_map_run"] if not ours(t)]
     result = {"calls": {k: sorted(v) for k, v in sorted(calls.items())}, "seconds": dict(sorted(seconds.items())),
-              "failed_in_map_run": failed}
+              "failed_in_map_run": sorted(failed)}
     MAP.write_text(json.dumps(result, indent=1) + "\n")
     print(f"map: {len(seconds)} tests in {time.perf_counter() - started:.0f} s; {len(calls)} lesson functions "
           f"called; {len(failed)} tests failed in the map run" + (f": {failed[:5]}" if failed else ""))
@@ -529,32 +540,56 @@ def tests_for(mutant: Mutant, mapping: dict[str, Any]) -> list[str]:
     return sorted(tests, key=lambda t: (seconds.get(t, 0), t))
 
 
+CHEAP_SECONDS = 3.0          # a test this quick (in the map run) is in a mutant's first round
+SPECIFICATION = ("tests/test_specification",)   # the tests that hold the lessons' handlers to check_handler
+
+
+def first_round(test: str, mapping: dict[str, Any]) -> bool:
+    return test.startswith(SPECIFICATION) or mapping["seconds"].get(test, 0) <= CHEAP_SECONDS
+
+
 def run_mutant(mutant: Mutant, mapping: dict[str, Any], stop_at_first: bool = False) -> dict[str, Any]:
+    """Run the tests that call the mutant's function, in two rounds: first the quick ones and the specification's
+    (check_handler over the lessons' handlers), all of them; then, only if none of those killed it, the rest (the
+    property, concurrency and catalogue tests, minutes each). A mutant killed in the first round says how many
+    tests it did not need (`not_run`): the report then names the first round's kills only."""
     tests = tests_for(mutant, mapping)
     started = time.perf_counter()
-    entry = {"id": mutant.id, "tests": len(tests), "killed_by": [], "outcome": "survived"}
+    entry = {"id": mutant.id, "tests": len(tests), "killed_by": [], "outcome": "survived", "not_run": 0}
     if not tests:
         entry["outcome"] = "no test calls it"
         return entry
-    junit = Path(tempfile.mkdtemp()) / "junit.xml"
-    budget = 120 + 4 * sum(mapping["seconds"].get(t, 1) for t in tests)
-    args = ["-p", "no:xdist", *(["-x"] if stop_at_first else []), *tests]
-    code, output = _pytest(args, _env(**{MUTANT_ENV: mutant.id}), junit, timeout=budget)
-    results = _results(junit)
-    entry["killed_by"] = sorted(t for t, (outcome, _) in results.items() if outcome == "failed")
-    if code == -1:
-        entry["outcome"] = "killed (timed out)"
-    elif entry["killed_by"]:
-        entry["outcome"] = "killed"
-    elif code not in (0, 5):
-        entry["outcome"] = "killed (pytest error)"
-        entry["output"] = output[-2000:]
+    rounds = [[t for t in tests if first_round(t, mapping)], [t for t in tests if not first_round(t, mapping)]]
+    for number, chosen in enumerate(rounds):
+        if not chosen:
+            continue
+        if entry["outcome"] != "survived":
+            entry["not_run"] += len(chosen)
+            continue
+        junit = Path(tempfile.mkdtemp()) / "junit.xml"
+        budget = 120 + 4 * sum(mapping["seconds"].get(t, 1) for t in chosen)
+        args = ["-p", "no:xdist", *(["-x"] if stop_at_first else []), *chosen]
+        code, output = _pytest(args, _env(**{MUTANT_ENV: mutant.id}), junit, timeout=budget)
+        results = _results(junit)
+        entry["killed_by"] += sorted(t for t, (outcome, _) in results.items() if outcome == "failed")
+        if code == -1:
+            entry["outcome"] = "killed (timed out)"
+        elif entry["killed_by"]:
+            entry["outcome"] = "killed" if number == 0 else "killed (second round)"
+        elif code not in (0, 5):
+            entry["outcome"] = "killed (pytest error)"
+            entry["output"] = output[-2000:]
     entry["seconds"] = round(time.perf_counter() - started, 1)
     return entry
 
 
+def checker_tests_of(mapping: dict[str, Any]) -> set[str]:
+    """check_handler alone: the specification's tests in which check_handler ran (every mutant's first round)."""
+    return {t for t in mapping["calls"].get("checker::check_handler", []) if t.startswith(SPECIFICATION)}
+
+
 def score(mutants: list[Mutant], entries: dict[str, dict[str, Any]], mapping: dict[str, Any]) -> dict[str, Any]:
-    checker_tests = set(mapping["calls"].get("checker::check_handler", []))
+    checker_tests = checker_tests_of(mapping)
     counted = [m for m in mutants if not m.equivalent]
     killed = [m for m in counted if entries[m.id]["outcome"].startswith("killed")]
     by_checker = [m for m in killed if set(entries[m.id]["killed_by"]) & checker_tests]
@@ -566,12 +601,14 @@ def score(mutants: list[Mutant], entries: dict[str, dict[str, Any]], mapping: di
 def write_report(label: str, mutants: list[Mutant], entries: dict[str, dict[str, Any]],
                  mapping: dict[str, Any]) -> dict[str, Any]:
     totals = score(mutants, entries, mapping)
-    checker_tests = set(mapping["calls"].get("checker::check_handler", []))
+    checker_tests = checker_tests_of(mapping)
     (HERE / f"report-{label}.json").write_text(json.dumps({"totals": totals, "mutants": entries}, indent=1) + "\n")
     lines = [f"# Mutation report: {label}", "",
              f"{totals['killed']} of {totals['counted']} mutants killed by the suite "
              f"({totals['killed_by_check_handler']} by check_handler alone); "
              f"{totals['equivalent']} equivalent, named below. Made by `python tools/mutants.py --label {label}`.",
+             "", "Each mutant runs the tests that call its function (tests/mutation/map.json), in two rounds: the "
+             "quick tests and the specification's, then -- only if none of those killed it -- the slower ones.",
              "", "| mutant | where | edit | tests run | verdict | killed by |", "|---|---|---|---|---|---|"]
     for mutant in mutants:
         entry = entries[mutant.id]
@@ -580,6 +617,7 @@ def write_report(label: str, mutants: list[Mutant], entries: dict[str, dict[str,
         named = ", ".join(f"`{k.split('/')[-1]}`" for k in kills[:3]) + (f" and {len(kills) - 3} more"
                                                                           if len(kills) > 3 else "")
         checker = " (check_handler)" if set(kills) & checker_tests else ""
+        checker += f"; {entry['not_run']} slower tests not run" if entry.get("not_run") else ""
         edit = f"{mutant.operator}: `{_short(mutant.old)}` → `{_short(mutant.new)}`"
         lines.append(f"| {mutant.id} | {mutant.notebook[:2]} `{mutant.function}` | {edit} | {entry['tests']} "
                      f"| {verdict} | {named}{checker} |")
@@ -616,6 +654,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--map", action="store_true", help="re-record which tests call which lesson function")
     parser.add_argument("--generate", action="store_true", help="draw the mutants again (keeping their notes)")
+    parser.add_argument("--files", nargs="*", help="with --map: map these test files or ids only, keeping the rest")
     parser.add_argument("--only", nargs="*", help="these mutant ids")
     parser.add_argument("--ci", action="store_true", help="the CI subset, stopping at each mutant's first kill")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run side by side (default 2)")
@@ -635,7 +674,7 @@ def main() -> int:
         MUTANTS.write_text(json.dumps([asdict(m) for m in chosen], indent=1, ensure_ascii=False) + "\n")
         print(f"{len(proposed)} candidates; {len(chosen)} mutants written to {MUTANTS.relative_to(ROOT)}")
         return 0
-    mapping = make_map(args.jobs) if args.map or not MAP.exists() else json.loads(MAP.read_text())
+    mapping = make_map(args.jobs, args.files) if args.map or not MAP.exists() else json.loads(MAP.read_text())
     if args.map:
         return 0
     mutants = load_mutants()
