@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ClientError, ReadTimeoutError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +78,18 @@ def test_the_guarded_update_calls_a_prompt_retry_already_applied(nb, table):
     assert nb["advance_status"](table, "o", "packed") == "already applied"
     assert nb["advance_status"](table, "o", "shipped") == "applied"
     assert read_item(table, {"pk": "o"})["status"] == "shipped"
+
+
+def test_the_version_check_applies_at_the_expected_version_only(nb, table):
+    """The version-number alternative: a write read at a version that has moved on is refused, and nothing changes.
+
+    (No other test ran `set_status_at_version`: tools/mutants.py found both of its mutants alive.)"""
+    table.put_item(Item={"pk": "o", "status": "placed", "version": 0})
+    assert nb["set_status_at_version"](table, "o", "packed", 0) == "applied"
+    assert read_item(table, {"pk": "o"}) == {"pk": "o", "status": "packed", "version": 1}
+    with pytest.raises(ClientError, match="ConditionalCheckFailed"):
+        nb["set_status_at_version"](table, "o", "placed", 0)         # read at version 0: stale now
+    assert read_item(table, {"pk": "o"}) == {"pk": "o", "status": "packed", "version": 1}
 
 
 def test_the_guarded_update_refuses_skipping_a_state(nb, table):
