@@ -302,6 +302,9 @@ class _Between(Layer):
             self.point(f"about to send its {call.operation}")
         return call.send()
 
+    def sees(self, operation: str) -> bool:
+        return self.point is not None and not self.busy     # between attempts every request passes untouched
+
 
 def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
              search: _Search | None = None, between: _Between | None = None,

@@ -67,8 +67,11 @@ def read_balance(table: Any, wallet_id: str) -> int:
 def read_item(table: Any, key: dict[str, str]) -> dict[str, Any] | None:
     """The item at `key` with numbers as ints (strongly consistent), or None."""
     item = table.get_item(Key=key, ConsistentRead=True).get("Item")
-    if item is None:
-        return None
+    return None if item is None else with_ints(item)
+
+
+def with_ints(item: dict[str, Any]) -> dict[str, Any]:
+    """`item` (a boto3 Table's) with whole numbers as ints, its attributes in name order (`read_item`'s answer)."""
     return {k: (int(v) if isinstance(v, Decimal) and v == v.to_integral_value() else v)
             for k, v in sorted(item.items())}
 
@@ -79,3 +82,11 @@ def as_python(item: dict[str, Any]) -> dict[str, Any]:
     from boto3.dynamodb.types import TypeDeserializer
 
     return {name: TypeDeserializer().deserialize(value) for name, value in item.items()}
+
+
+def as_dynamodb_json(item: dict[str, Any]) -> dict[str, Any]:
+    """The reverse of `as_python`: Python values (``{"pk": "alice"}``) as DynamoDB's own JSON
+    (``{"pk": {"S": "alice"}}``)."""
+    from boto3.dynamodb.types import TypeSerializer
+
+    return {name: TypeSerializer().serialize(value) for name, value in item.items()}

@@ -139,6 +139,17 @@ _lock = threading.RLock()
 _wires: weakref.WeakKeyDictionary[Any, Wire] = weakref.WeakKeyDictionary()
 
 
+def watched(target: Any, operation: str, ignoring: Iterable[Any] = ()) -> bool:
+    """Whether a layer on `target`'s wire (a fault, a counter, a watcher), other than those in `ignoring`, may see a
+    request of `operation` now."""
+    wire = _wires.get(client_of(target)._endpoint)
+    if wire is None:
+        return False
+    ignored = [id(layer) for layer in ignoring]
+    owners = [getattr(layer, "__self__", None) for _, _, layer in wire._layers]
+    return any(not isinstance(owner, Layer) or id(owner) not in ignored and owner.sees(operation) for owner in owners)
+
+
 def wire_of(target: Any) -> Wire:
     """The `Wire` on `target`'s endpoint (made on first use)."""
     endpoint = client_of(target)._endpoint
@@ -160,6 +171,12 @@ class Layer:
 
     def on_wire(self, call: Call) -> Result:
         return call.send()
+
+    def sees(self, operation: str) -> bool:
+        """Whether this layer may act on, or count, a request of `operation` (see `watched`): a layer that names
+        its `operations` lets every other request pass untouched; any other layer sees them all."""
+        operations = getattr(self, "operations", None)
+        return operations is None or operation in operations
 
     def install(self, target: Any) -> Any:
         """Put this layer on `target` (a boto3 client, resource or Table) from now on; returns self."""

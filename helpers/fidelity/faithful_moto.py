@@ -21,12 +21,17 @@ closes them for every DynamoDB client the helpers hand out:
 
 It also refuses to let any request leave the machine: a request moto cannot
 answer raises instead of being sent.
+
+`answered_by(client)` tells which `FaithfulMoto` answers a client; its `read`
+hands over stored items and its `put` stores one, without a request (the checker
+reads the balances and opens the wallets that way: see `helpers.subjects`).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import weakref
 import zlib
 from typing import Any
 
@@ -57,7 +62,34 @@ class FaithfulMoto:
         """Route `client`'s requests through this handler instead of stock moto's."""
         client.meta.events.unregister("before-send", botocore_stubber)
         client.meta.events.register("before-send", self)
+        _answering[client] = self
         return client
+
+    def read(self, region: str, table: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The items stored at `keys` (DynamoDB JSON, ``{"pk": {"S": "alice"}}``) in `table`, read from moto's
+        tables in this process without sending a request: the items a strongly consistent BatchGetItem answers,
+        in DynamoDB JSON too, missing ones left out. None when moto has no such table (send the request: moto's
+        own error comes back), or an item holds a binary value (moto keeps it base64-encoded, botocore decodes it:
+        the request answers it as DynamoDB does)."""
+        tables = _tables_of(region)
+        with self._lock:                          # as a request is: not halfway through another one's write
+            if table not in tables.tables:
+                return None
+            found = (tables.get_item(table, key) for key in keys)
+            items = [item.to_json()["Attributes"] for item in found if item is not None]
+        return None if any(_binary(value) for item in items for value in item.values()) else items
+
+    def put(self, region: str, table: str, item: dict[str, Any]) -> bool:
+        """Store `item` (DynamoDB JSON) in `table` as an unconditional PutItem does, without sending a request.
+        False, and nothing stored, when moto refuses it (no such table, a key missing: moto checks before it
+        stores) -- send the request then, and moto's own error comes back as DynamoDB's."""
+        tables = _tables_of(region)
+        with self._lock:
+            try:
+                tables.put_item(table, item, overwrite=True)
+            except Exception:  # noqa: BLE001 - any refusal: the request will say which
+                return False
+            return True
 
     def __call__(self, request: Any, event_name: str = "", **kwargs: Any) -> Any:
         operation = event_name.rsplit(".", 1)[-1]
@@ -116,6 +148,24 @@ class FaithfulMoto:
         return response
 
 
+def _binary(value: dict[str, Any]) -> bool:
+    """Whether an attribute value (DynamoDB JSON) is binary, or holds one in a map or a list."""
+    (kind, inner), = value.items()
+    if kind == "M":
+        return any(_binary(v) for v in inner.values())
+    if kind == "L":
+        return any(_binary(v) for v in inner)
+    return kind in ("B", "BS")
+
+
+_answering: weakref.WeakKeyDictionary[Any, FaithfulMoto] = weakref.WeakKeyDictionary()
+
+
+def answered_by(client: Any) -> FaithfulMoto | None:
+    """The `FaithfulMoto` that answers `client` (a botocore client), or None (a client of another backend)."""
+    return _answering.get(client)
+
+
 _CAPACITY_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"})
 
 
@@ -141,9 +191,13 @@ def _replayed_capacity(request: Any, body: bytes) -> bytes:
 
 def _moto_tables(url: str) -> Any:
     """moto's in-process DynamoDB backend for the region in `url` (its tables hold wire-format items)."""
+    return _tables_of(url.split("//", 1)[-1].split(".")[1])
+
+
+def _tables_of(region: str) -> Any:
+    """moto's in-process DynamoDB backend for `region`."""
     from moto.dynamodb.models import dynamodb_backends
 
-    region = url.split("//", 1)[-1].split(".")[1]
     return dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
 
 
