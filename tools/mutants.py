@@ -658,6 +658,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="these mutant ids")
     parser.add_argument("--ci", action="store_true", help="the CI subset, stopping at each mutant's first kill")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run side by side (default 2)")
+    parser.add_argument("--rewrite", metavar="LABEL", help="write report-LABEL.md again from its .json")
     parser.add_argument("--label", default="", help="write tests/mutation/report-LABEL.md/.json (and the README)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -673,6 +674,12 @@ def main() -> int:
                 mutant.equivalent, mutant.ci = kept[mutant.id].equivalent, kept[mutant.id].ci
         MUTANTS.write_text(json.dumps([asdict(m) for m in chosen], indent=1, ensure_ascii=False) + "\n")
         print(f"{len(proposed)} candidates; {len(chosen)} mutants written to {MUTANTS.relative_to(ROOT)}")
+        return 0
+    if args.rewrite:                         # the report again, from its JSON, with the mutants' notes as they are now
+        entries = json.loads((HERE / f"report-{args.rewrite}.json").read_text())["mutants"]
+        mutants = [m for m in load_mutants() if m.id in entries]
+        totals = write_report(args.rewrite, mutants, entries, json.loads(MAP.read_text()))
+        print(totals)
         return 0
     mapping = make_map(args.jobs, args.files) if args.map or not MAP.exists() else json.loads(MAP.read_text())
     if args.map:
