@@ -53,8 +53,8 @@ schedules = st.lists(st.booleans(), max_size=40)
 def test_property_the_naive_debit_overcharges_one_amount_per_lost_response(nb, db, schedule, payments):
     """The Monte Carlo's premise, over generated lost-response schedules: naive == truth - amount x retries.
 
-    (That the request-ID debit equals the truth under lost responses and duplicates is test_properties.py's,
-    for every pattern, with 1,000 distinct schedules.)"""
+    (That the request-ID debit equals the truth under lost responses and duplicates is the specification's
+    checker's: tests/test_specification_lessons.py.)"""
     table = helpers.fresh_table(db, "test-property-naive")
     balance, _, faults = run_payments(nb, table, nb["debit_naive"], schedule, payments)
     retries = faults.sent - payments

@@ -2,8 +2,8 @@
 
 Property-based tests generate schedules of duplicate and reordered deliveries and lost responses:
 last_request_id double-applies exactly in the ABA shape; with botocore resending lost responses itself, the
-ledger and the token still apply each request once (without botocore's resends, under bursts too:
-test_properties.py and test_concurrency.py, where every pattern is).
+ledger and the token still apply each request once (without botocore's resends, under bursts too: the
+specification's checker for the ledger, test_properties.py for the token, test_concurrency.py for both).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ PATTERNS = ["debit_ledger", "debit_token"]
 
 # --- last_request_id fails in the ABA shape; the ledger and the token do not, botocore's own resends included ---
 # (That the ledger and the token apply each request once under duplicates, reorderings, lost responses and
-# concurrent copies is test_properties.py's and test_concurrency.py's, for every pattern.)
+# concurrent copies is the specification's checker's (the ledger), test_properties.py's (the token) and
+# test_concurrency.py's.)
 
 @SETTINGS
 @given(schedule=schedules)

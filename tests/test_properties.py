@@ -17,10 +17,12 @@ counterexample, the proof that these properties can fail.
 Amounts are powers of 100 (1, 100, 10 000, ...), so the total debited spells out how many times each
 operation was applied, one pair of digits per operation.
 
-Counts: 1,000 *distinct* schedules per pattern on moto (the default), 200 on dynamodb-local (derandomized: the
-same schedules every run). A schedule hypothesis draws twice runs once: the repeat is rejected and another
-drawn. A line per pattern, with how many repeats were drawn, is
-printed at the end of the module. The schedules, their delivery and the tables are tests/harness/'s; this file
+Counts: 250 *distinct* schedules per pattern on moto (the default), 100 on dynamodb-local (derandomized: the
+same schedules every run); tools/mutants.py found no mutant that only the 1,000 schedules of earlier rounds caught.
+A schedule hypothesis draws twice runs once: the repeat is rejected and another drawn. A line per pattern, with
+how many repeats were drawn, is printed at the end of the module. The patterns the specification's checker holds
+(03's debit_idempotent, 05's ledger, 06's handler, 07's consumer) are no longer proved here: see the note where
+they were. The schedules, their delivery and the tables are tests/harness/'s; this file
 holds the patterns and their invariants.
 """
 
@@ -32,9 +34,8 @@ import json
 from typing import Any
 
 import pytest
-from botocore.exceptions import ReadTimeoutError
-from harness.delivery import NON_RETRYABLE, SUCCESS, Faults, deliver_all
-from harness.rigs import NB01, NB02, NB03, NB04, NB05, NB06, NB07, RUN, EmptyNowAndThen, notebooks, rig
+from harness.delivery import NON_RETRYABLE, SUCCESS, deliver_all
+from harness.rigs import NB01, NB02, NB03, NB04, NB05, NB07, RUN, EmptyNowAndThen, notebooks, rig
 from harness.schedules import Counts, as_delivered, deliveries, examples, has_aba, in_order
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,11 +43,8 @@ from hypothesis import strategies as st
 import helpers
 from helpers import backends
 from helpers.concurrency import race
-from helpers.scenarios import crash_at
-from helpers.services.payment_provider import PaymentProvider
-from helpers.specification import Crash
 
-EXAMPLES = examples(moto=1000, elsewhere=200)   # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look
+EXAMPLES = examples(moto=250, elsewhere=100)   # RETRY_PROPERTY_EXAMPLES overrides, for a quick local look
 PROVE = settings(max_examples=EXAMPLES,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 START = 10**12
@@ -102,13 +100,6 @@ def test_naive_debit_03_is_caught_failing():
     assert run_debits(*rig_, found)
 
 
-@PROVE
-@given(schedule=in_order(4))
-def test_last_request_id_03_holds_without_reordering(schedule):
-    with proving("last_request_id (03), duplicates in order", schedule):
-        assert run_debits(*debit_rig(NB03, "debit_idempotent"), schedule) == []
-
-
 @pytest.mark.parametrize("notebook", [NB03, NB04])
 def test_last_request_id_is_caught_failing_under_aba(notebook):
     rig_ = debit_rig(notebook, "debit_idempotent")
@@ -117,13 +108,6 @@ def test_last_request_id_is_caught_failing_under_aba(notebook):
     assert found is not None
     assert has_aba(as_delivered(found))          # A, B, A — or A (lost), B, and A's final retry
     assert len(found) <= 3
-
-
-@PROVE
-@given(schedule=deliveries(4))
-def test_ledger_transaction_05_applies_each_request_once(schedule):
-    with proving("ledger transaction (05)", schedule):
-        assert run_debits(*debit_rig(NB05, "debit_ledger"), schedule) == []
 
 
 @PROVE
@@ -233,107 +217,13 @@ def test_create_once_02_is_caught_telling_a_conflict_it_succeeded():
     assert len({op for op, *_ in schedule}) == 2 and keys[0] == keys[1]
 
 
-# --- 06 · the saved-response handler ------------------------------------------------------------
-
-STEPS = ["claimed", "debited", "charged"]
-LOSE = {"claim": ("records", 0), "debit": ("wallets", 0), "complete": ("records", 1)}
-handler_actions = st.lists(
-    st.one_of(
-        st.tuples(st.just("call"), st.integers(0, 2), st.sampled_from([None, *STEPS]),   # crash there
-                  st.sampled_from([None, *LOSE])),                                        # lose that write's response
-        st.tuples(st.just("stall"), st.integers(0, 2), st.sampled_from(STEPS), st.none()),   # lease runs out mid-way
-        st.tuples(st.just("duplicate"), st.integers(0, 2), st.sampled_from(STEPS), st.none()),
-        st.tuples(st.just("advance"), st.none(), st.integers(0, 45), st.none()),
-    ),
-    min_size=1, max_size=10,
-)
-
-
-@functools.cache
-def handler_rig():
-    code = nb(NB06)
-    return code, {"records": Faults(code["records"]), "wallets": Faults(code["wallets"])}
-
-
-def run_handler(schedule) -> list[str]:
-    """Payments under keys 0..2 (amounts 1, 100, 10 000) through notebook 06's `pay`."""
-    code, faults = handler_rig()
-    for f in faults.values():
-        f.arm(None)
-    n, clock = next(_examples), code["db"].clock
-    code["provider"] = provider = PaymentProvider(clock)
-    empty_now_and_then(code["wallets"], code["records"])
-    helpers.open_wallet(code["wallets"], code["WALLET"], START)
-    key = lambda k: f"{RUN}-{n}-{k}"                                                      # noqa: E731
-    payload = lambda k: {"wallet": code["WALLET"], "amount": AMOUNTS[k]}                 # noqa: E731
-    answers: dict[int, list] = {}
-    invocations = (f"inv-{i}" for i in itertools.count())
-    problems: list[str] = []
-
-    def call(k, hook=lambda step: None):
-        try:
-            answers.setdefault(k, []).append(code["pay"](key(k), payload(k), next(invocations), hook))
-        except (Crash, ReadTimeoutError):
-            answers.setdefault(k, [])
-
-    def interrupt_at(k, at, stall):
-        done = []
-
-        def hook(step):
-            if step == at and not done:
-                done.append(step)
-                if stall:
-                    clock.advance(code["LEASE_SECONDS"] + 1)
-                call(k)
-        return hook
-
-    caller = code.get("CALLER", "shop-a")
-
-    def applied():
-        debited = START - helpers.read_balance(code["wallets"], code["WALLET"])
-        charged = [c.idempotency_key.split("@")[0] for c in provider.made]     # 06's provider key: caller#key@start
-        charges = lambda k: sum(c in (key(k), f"{caller}#{key(k)}") for c in charged)  # noqa: E731 - keys scoped per caller
-        return {k: (debited // AMOUNTS[k] % 100, charges(k)) for k in range(3)}
-
-    for kind, k, arg, lose in schedule:
-        if kind == "call":
-            if lose:
-                table, offset = LOSE[lose]
-                faults[table].arm(offset)
-            call(k, crash_at(arg) if arg else (lambda step: None))
-            for f in faults.values():
-                f.arm(None)
-        elif kind in ("stall", "duplicate"):
-            call(k, interrupt_at(k, arg, stall=kind == "stall"))
-        else:
-            clock.advance(arg)
-        twice = {k: v for k, v in applied().items() if max(v) > 1}
-        if twice:
-            problems.append(f"after {kind}: applied (debits, charges) {twice}")
-    clock.advance(code["LEASE_SECONDS"] + 1)      # whatever crashed, its lease is over now
-    for k in sorted(answers):
-        call(k)                                  # the caller's last retry
-    final = applied()
-    for k, seen in answers.items():
-        successes = [a for a in seen if a["status"] == 201]
-        if final[k] != (1, 1):
-            problems.append(f"key {k}: (debits, charges) {final[k]}")
-        if not successes or seen[-1]["status"] != 201:
-            problems.append(f"key {k} never answered 201: {seen}")
-        elif any(a != successes[0] for a in successes):
-            problems.append(f"key {k} replayed a different response: {successes}")
-        elif json.loads(successes[0]["body"])["amount"] != AMOUNTS[k]:
-            problems.append(f"key {k} answered {successes[0]}")
-        if any(a["status"] != 201 and a != code["IN_PROGRESS"] for a in seen):
-            problems.append(f"key {k} got an unexpected answer: {seen}")
-    return problems
-
-
-@PROVE
-@given(schedule=handler_actions)
-def test_saved_response_handler_06_one_debit_one_charge_one_response(schedule):
-    with proving("saved-response handler (06)", schedule):
-        assert run_handler(schedule) == []
+# --- 03, 05's ledger, 06 and 07: folded into the specification's checker ---------------------------------
+#
+# Their schedules (lost responses, duplicates, late copies, bursts; 06's crashes and stalled leases) are
+# dimensions of helpers/checker.py's histories, which hold the same handlers to more (tests/test_specification*.py:
+# 03's debit_idempotent, 05's debit_ledger, 06's pay, 07's debit_by_operation), with a copy run between any two
+# requests instead of threads. tools/mutants.py measured it: every mutant of those functions these tests killed,
+# the checker's tests or quicker ones killed first (tests/mutation/report-before.md, report-after.md).
 
 
 # --- 07 · queue consumers ------------------------------------------------------------------------------
@@ -387,13 +277,6 @@ def run_consumer(code: dict[str, Any], consumer: str, schedule) -> list[str]:
         if consumer != "naive" and sorted(seen, key=str)[-1:] != ["applied"] or seen.count("applied") > 1:
             problems.append(f"operation {k}: {seen}")
     return problems
-
-
-@PROVE
-@given(schedule=message_deliveries)
-def test_consumer_keyed_by_operation_id_07_applies_each_operation_once(consumers, schedule):
-    with proving("SQS consumer keyed by operation ID (07)", schedule):
-        assert run_consumer(consumers, "keyed by operation ID", schedule) == []
 
 
 @pytest.mark.parametrize("consumer", ["naive", "keyed by MessageId"])

@@ -1,6 +1,6 @@
 """The specification (helpers/specification.py) and its checker (helpers/checker.py), over the lessons' handlers.
 
-Each handler the collection teaches as safe is held to the five properties over generated histories: 500 on
+Each handler the collection teaches as safe is held to the five properties over generated histories: 200 on
 moto, 100 on DynamoDB Local (derandomized: the same histories every run). Each design that gives a property up
 on purpose has a test that the checker finds it, and names the property.
 """
@@ -20,7 +20,7 @@ from helpers.checker import Verdict, check_handler
 from notebook_code import lesson
 
 BACKEND = os.environ.get("RETRY_BACKEND", "moto")
-HISTORIES = 500 if BACKEND == "moto" else 100
+HISTORIES = 200 if BACKEND == "moto" else 100
 pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
 
 

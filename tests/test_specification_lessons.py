@@ -17,7 +17,7 @@ from helpers.subjects import DebitSubject, HttpSubject, OutboxSubject
 from notebook_code import lesson
 
 BACKEND = os.environ.get("RETRY_BACKEND", "moto")
-HOLDS = 500 if BACKEND == "moto" else 100       # histories for a handler that must hold every property it claims
+HOLDS = 200 if BACKEND == "moto" else 100       # histories for a handler that must hold every property it claims
 
 
 def report(verdict):
