@@ -19,7 +19,8 @@ closes them for every DynamoDB client the helpers hand out:
   reports, by the rules in `capacity.py` (sizes of the items before and
   after the request, read from moto's own tables).
 
-It also refuses to let any request leave the machine: a request moto cannot
+It also parses each expression text once instead of once per request (`moto_speed.py`: the same answers,
+cheaper), and refuses to let any request leave the machine: a request moto cannot
 answer raises instead of being sent.
 
 `answered_by(client)` tells which `FaithfulMoto` answers a client; its `read`
@@ -41,10 +42,11 @@ from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber
 
 from ..clock import VirtualClock
-from . import capacity, item_rollback
+from . import capacity, item_rollback, moto_speed
 from .client_tokens import TokenLedger
 
 item_rollback.use_item_rollback()
+moto_speed.use_moto_speed()
 
 
 class LeftTheMachine(RuntimeError):

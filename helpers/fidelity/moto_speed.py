@@ -1,0 +1,145 @@
+"""Cheaper DynamoDB requests on moto: each expression parsed once, not once per request.
+
+moto (5.2.5) parses a request's expressions from scratch every time, and the lessons send the same few
+expressions thousands of times. Measured on a loop of UpdateItem, conditional PutItem, TransactWriteItems and
+GetItem, this takes about a fifth off moto's CPU per request. What is kept, and why it cannot change an answer:
+
+* **UpdateExpression.** `UpdateExpressionParser.make(text)` turns the text into a tree that depends on the
+  text alone (placeholders stay placeholders). moto substitutes names and values in `UpdateExpressionValidator`,
+  which works on its own `deepcopy` of the tree (moto's `Validator.__init__`); the rest of moto only reads it
+  (`find_clauses`). So one tree per text is handed out every time.
+* **ConditionExpression (and filters).** `ConditionExpressionParser.parse` builds a tree of `Op`s that depends
+  on the text, the ExpressionAttributeNames and the ExpressionAttributeValues, and nothing else (no item, no
+  table); evaluating it (`Op.expr(item)`) changes nothing in it. It is kept under those three, exactly as sent
+  (their JSON, in order), parsed from copies of the names and values so it holds nothing of the request's own
+  dicts; the names and values it found (moto refuses unused ones) are kept with it. Under a text alone, its
+  tokens are kept too (`_lex_condition_expression`: regular expressions over the text), rebuilt into fresh
+  nodes for each parse.
+* **DynamoDB's handler methods.** `method_names_from_class` (moto asks `inspect.getmembers` on every request
+  which actions its handler has) is kept for moto's `DynamoHandler` only.
+
+A text or a request moto refuses raises each time, as before: nothing is kept for it. The caches are bounded
+(an expression made up per request, e.g. with a value inlined, would otherwise grow them forever). Nothing
+here touches DynamoDB Local, SQS or any other service. tests/test_moto_speed.py sends the same requests with
+and without the caches and compares the answers.
+
+`use_moto_speed()` installs the caches once; `helpers.fidelity.faithful_moto` does so (the moto backend only).
+`stock_moto()` puts moto's own parsing back for a while (tests compare both).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from typing import Any
+
+import moto.core.responses as moto_responses
+from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+from moto.dynamodb.responses import DynamoHandler
+
+_CACHED = 1024  # distinct expression texts kept; the lessons use a few dozen
+
+_stock_make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
+_stock_lex = ConditionExpressionParser._lex_condition_expression
+_stock_parse = ConditionExpressionParser.parse
+_stock_method_names = moto_responses.method_names_from_class
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _update_ast(expression: str) -> Any:
+    return _stock_make(UpdateExpressionParser, expression)
+
+
+def _make(cls: type, expression_str: str) -> Any:
+    if cls is not UpdateExpressionParser or not isinstance(expression_str, str):
+        return _stock_make(cls, expression_str)
+    return _update_ast(expression_str)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _condition_tokens(expression: str) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(node) for node in _stock_lex(ConditionExpressionParser(expression, None, None)))
+
+
+def _lex(self: ConditionExpressionParser) -> deque[Any]:
+    expression = self.condition_expression
+    if type(self) is not ConditionExpressionParser or not isinstance(expression, str):
+        return _stock_lex(self)
+    node = self.Node
+    return deque(node(nonterminal, kind, text, value, []) for nonterminal, kind, text, value, _ in
+                 _condition_tokens(expression))
+
+
+class _Bounded(OrderedDict):  # type: ignore[type-arg]
+    """A dict that forgets its oldest entry beyond `_CACHED` entries."""
+
+    def keep(self, key: Any, value: Any) -> None:
+        self[key] = value
+        if len(self) > _CACHED:
+            self.popitem(last=False)
+
+
+_conditions = _Bounded()
+
+
+def _parse(self: ConditionExpressionParser) -> Any:
+    if type(self) is not ConditionExpressionParser or not isinstance(self.condition_expression, str):
+        return _stock_parse(self)
+    try:
+        key = (self.condition_expression, json.dumps(self.expression_attribute_names),
+               json.dumps(self.expression_attribute_values))
+    except (TypeError, ValueError):
+        return _stock_parse(self)
+    kept = _conditions.get(key)
+    if kept is None:
+        # parsed from copies of the names and values: the kept tree holds no reference to this request's dicts
+        fresh = ConditionExpressionParser(key[0], json.loads(key[1]), json.loads(key[2]))
+        kept = (_stock_parse(fresh), tuple(fresh.expr_attr_names_found), tuple(fresh.expr_attr_values_found))
+        _conditions.keep(key, kept)
+    op, names_found, values_found = kept
+    self.expr_attr_names_found.extend(names_found)
+    self.expr_attr_values_found.extend(values_found)
+    return op
+
+
+@functools.lru_cache(maxsize=8)
+def _dynamodb_method_names(clazz: type) -> tuple[str, ...]:
+    return tuple(_stock_method_names(clazz))
+
+
+def _method_names(clazz: Any) -> Any:
+    if clazz is DynamoHandler:
+        return _dynamodb_method_names(clazz)
+    return _stock_method_names(clazz)
+
+
+_installed = False
+
+
+def _install(fast: bool) -> None:
+    UpdateExpressionParser.make = classmethod(_make if fast else _stock_make)
+    ConditionExpressionParser._lex_condition_expression = _lex if fast else _stock_lex  # type: ignore[method-assign]
+    ConditionExpressionParser.parse = _parse if fast else _stock_parse  # type: ignore[method-assign]
+    moto_responses.method_names_from_class = _method_names if fast else _stock_method_names
+
+
+def use_moto_speed() -> None:
+    """Install the caches in moto (idempotent)."""
+    global _installed
+    if not _installed:
+        _install(True)
+        _installed = True
+
+
+@contextlib.contextmanager
+def stock_moto() -> Iterator[None]:
+    """Stock moto's parsing for the duration (tests compare both ways); the caches come back after."""
+    _install(False)
+    try:
+        yield
+    finally:
+        _install(_installed)
