@@ -466,6 +466,7 @@ def _pytest(args: list[str], env: dict[str, str], junit: Path, timeout: float | 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, RETRY_BACKEND="moto", PYTHONHASHSEED="0", **extra)
     env.pop("RETRY_DYNAMODB_ENDPOINT", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)       # each mutant's pytest imports everything: compile it once
     return env
 
 

@@ -165,6 +165,10 @@ def run_tier(backend: str, env: dict[str, str], workers: int,
 def backend_env(backend: str) -> tuple[dict[str, str] | None, Any, str]:
     """The tier's environment and the DynamoDB Local it shares (None: skip the tier, with the reason)."""
     env = dict(os.environ, RETRY_BACKEND=backend, PYTHONHASHSEED="0")
+    # Python writes the bytecode it compiles (as on a learner's machine): with PYTHONDONTWRITEBYTECODE set, as some
+    # containers set it, each of the run's hundred-odd processes (workers, kernels, servers) compiled some 1,500
+    # modules again, about 3 s of CPU a start (measured for issue 37).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if backend == "dynamodb-local" and not env.get("RETRY_DYNAMODB_ENDPOINT"):
         from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
 
