@@ -121,6 +121,38 @@ def test_a_stale_lease_cannot_complete(nb):
     assert nb["complete"](key, "new", {"status": 201, "body": {}}) is True
 
 
+def test_ending_our_lease_never_ends_the_one_that_took_it_over_nor_touches_a_completed_record(nb):
+    """end_lease is fenced on our token and on IN_PROGRESS (tools/mutants.py found its condition untested)."""
+    key = fresh_run(nb)
+    nb["claim"](key, nb["PAYLOAD"], "old")
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+    nb["claim"](key, nb["PAYLOAD"], "new")                      # taken over
+    theirs = helpers.read_item(nb["records"], {"pk": key})
+    nb["end_lease"](key, "old")                                 # the old attempt's error path, too late
+    assert helpers.read_item(nb["records"], {"pk": key}) == theirs
+    assert nb["complete"](key, "new", {"status": 201, "body": "{}"}) is True
+    completed = helpers.read_item(nb["records"], {"pk": key})
+    nb["end_lease"](key, "new")                                 # an error after completing: nothing to end
+    assert helpers.read_item(nb["records"], {"pk": key}) == completed
+
+
+def test_a_refused_attempt_whose_lease_was_taken_over_leaves_the_new_owners_record(nb):
+    """The debit refuses (too little money) after a resend took the stalled attempt's lease: the key is freed only
+    if it is still ours (pay's delete is fenced on our token; tools/mutants.py found that condition untested)."""
+    key = fresh_run(nb)
+    scoped, payload = f"{nb['CALLER']}#{key}", {"wallet": nb["WALLET"], "amount": 500}   # the wallet holds 100
+
+    def stalled_then_taken_over(step):
+        if step == "claimed":
+            nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+            nb["claim"](scoped, payload, "the-resend")
+
+    with pytest.raises((ClientError, helpers.InsufficientFunds)):
+        nb["pay"](key, payload, "inv-1", hook=stalled_then_taken_over)
+    record = helpers.read_item(nb["records"], {"pk": scoped})
+    assert record is not None and record["lease_token"] == "the-resend"
+
+
 def test_expired_lease_with_a_different_payload_is_a_mismatch_not_a_takeover(nb):
     key = fresh_run(nb)
     assert nb["claim"](f"{nb['CALLER']}#{key}", nb["PAYLOAD"], "first")["lease_token"] == "first"  # pay's key

@@ -395,13 +395,12 @@ class _Recorder:
 
 
 def _instrumented(notebook: str, source: str) -> str:
-    """The cell with a first statement in each top-level function (and method) that reports its call."""
+    """The cell with a first statement in each function (nested ones too) that reports its top-level owner."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     inserts = []
-    for name, node in _functions(tree):
-        bodies = [(name, node)] if isinstance(node, ast.FunctionDef) else \
-            [(name, n) for n in node.body if isinstance(n, ast.FunctionDef)]
+    for name, node in _functions(tree):     # every def inside it too (a closure, a method): it reports its owner
+        bodies = [(name, n) for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for owner, function in bodies:
             body = function.body
             first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and \
@@ -704,9 +703,15 @@ def main() -> int:
     print(f"\n{totals['killed']} of {totals['counted']} killed ({totals['killed_by_check_handler']} by check_handler "
           f"alone); {totals['equivalent']} equivalent; survived: {', '.join(totals['survived']) or 'none'}")
     if args.label:
-        write_report(args.label, chosen, entries, mapping)
-        if not args.only and not args.ci:
+        report = HERE / f"report-{args.label}.json"
+        if args.only and report.exists():        # these mutants again (after a new test): merged into the report
+            entries = {**json.loads(report.read_text())["mutants"], **entries}
+            chosen = [m for m in mutants if m.id in entries]
+        totals = write_report(args.label, chosen, entries, mapping)
+        if not args.ci and len(chosen) == len(mutants):
             write_readme(totals, chosen, args.label)
+            print(f"README: {totals['killed']} of {totals['counted']} killed, "
+                  f"{totals['killed_by_check_handler']} by check_handler alone")
     return 1 if args.ci and totals["survived"] else 0
 
 
