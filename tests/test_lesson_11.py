@@ -110,6 +110,18 @@ def test_without_the_worker_a_departed_callers_payment_stays_half_done_with_it_i
     assert (balance(nb), charges(nb, left)) == (90, 1)
 
 
+def test_the_worker_meeting_the_provider_down_ends_its_lease_says_failed_and_the_next_run_finishes(nb):
+    """finish_forward's own error path (tools/mutants.py found it untested): the provider down during recovery is
+    'failed', not an exception that stops the worker, and the lease it took is ended, so the next run can finish."""
+    left = left_after_the_debit(nb)
+    past_the_grace(nb)
+    nb["provider"].fail_next()
+    assert nb["recover_unfinished"]()[f"{nb['CALLER']}#{left}"] == "failed"
+    assert (balance(nb), charges(nb, left), record(nb, left)["lease_expires_at"]) == (90, 0, 0)   # lease ended
+    assert nb["recover_unfinished"]()[f"{nb['CALLER']}#{left}"] == "finished"
+    assert (balance(nb), charges(nb, left), record(nb, left)["status"]) == (90, 1, "COMPLETED")
+
+
 def test_a_payment_with_no_debit_is_left_for_its_caller(nb):
     key = left_after_the_debit(nb, crash_at="claimed")
     past_the_grace(nb)
