@@ -1,7 +1,7 @@
 """Issue 35: callers who leave. `check_handler(..., departed=True)`: at quiescence nobody resends for a caller
 without a final answer; the handler's recovery worker runs (twice), and *once* must hold then -- no payment half
 done -- and again after each caller came back once. 06's `pay` with 11's worker, and 09's endpoint with its own,
-hold every property over the histories the other specification tests use (200 on moto, 100 on DynamoDB Local);
+hold every property over 400 histories on moto (the others use 200), 100 on DynamoDB Local;
 without a worker, the checker finds a payment left half done."""
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from helpers.subjects import HttpSubject
 from notebook_code import lesson
 
 BACKEND = os.environ.get("RETRY_BACKEND", "moto")
-HOLDS = 200 if BACKEND == "moto" else 100
+# 400 on moto: with 200, tools/mutants.py found two mutants the check no longer caught (09's owner check dropped:
+# first found at history 412; a take-over without the payload comparison in 06: at 243 of 300).
+HOLDS = 400 if BACKEND == "moto" else 100
 pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
 
 
