@@ -51,7 +51,7 @@ def debits(nb):
     return (100 - helpers.read_balance(nb["wallets"], nb["WALLET"])) // nb["PAYLOAD"]["amount"]
 
 
-@pytest.mark.parametrize("handler", ["pay_powertools"])   # 06's pay: test_concurrency.py, 32 threads x 50 rounds
+@pytest.mark.parametrize("handler", ["pay_powertools"])   # 06's pay: test_concurrency.py, 32 threads x 25 rounds
 def test_concurrent_duplicates_one_debit_one_charge(nb, handler):
     key = fresh_run(nb)
     answers = race(lambda i: nb[handler](key, nb["PAYLOAD"], f"inv-{i}"), threads=12)

@@ -643,7 +643,7 @@ def write_readme(totals: dict[str, Any], mutants: list[Mutant], label: str) -> N
         README_START,
         f"**{totals['killed']} of {totals['counted']}** mutants of the lessons' handlers are killed by the suite; "
         f"**{totals['killed_by_check_handler']}** by `check_handler` alone "
-        f"([the report](tests/mutation/report-{label}.md)). "
+        f"(`tests/mutation/report-{label}.md`, beside the report from before the cut). "
         f"{totals['equivalent']} are equivalent (no test can tell them from the original):",
         "", *equivalents, README_END])
     before, rest = text.split(README_START, 1)
@@ -679,6 +679,8 @@ def main() -> int:
         entries = json.loads((HERE / f"report-{args.rewrite}.json").read_text())["mutants"]
         mutants = [m for m in load_mutants() if m.id in entries]
         totals = write_report(args.rewrite, mutants, entries, json.loads(MAP.read_text()))
+        if len(mutants) == len(load_mutants()) and args.rewrite == "after":
+            write_readme(totals, mutants, args.rewrite)
         print(totals)
         return 0
     mapping = make_map(args.jobs, args.files) if args.map or not MAP.exists() else json.loads(MAP.read_text())
