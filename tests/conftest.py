@@ -152,6 +152,11 @@ MOTO_ONLY: dict[str, tuple[str, tuple[str, ...]]] = {
         "lesson 10's Postgres: no DynamoDB request (measured), only Postgres's processes",
         ("test_postgres.py", "test_exercises_specification.py::test_10_the_solution_passes_the_scenarios_and_the_"
                              "specification")),
+    "a notebook's own check": (
+        # Notebook 11 runs check_handler(pay_powertools, histories=200, steps=5) -- this test's first call -- and
+        # asserts it breaks truthful in two steps, under strict nbval on every tier. (It took 42 s on DynamoDB Local.)
+        "a notebook asserts the same call under strict nbval on every tier",
+        ("test_specification.py::test_powertools_in_lambda_gives_up_truthful",)),
     "hygiene walk": (
         # Every cell run twice in a real kernel: a property of the notebook's own Python state (a cell that cannot
         # be run again). What a rerun asks of the backend -- fresh_table on an existing table, with and without a
