@@ -78,13 +78,14 @@ notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/refresh_notebooks.py
 
 # Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test alone
-# takes ~25 min on 2 cores), and writes the tables into README.md.
+# takes 12-14 min on 2 cores), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
 	$(BIN)/python tools/bench.py --write --tiers --install
 
 # Mutation testing of the lessons' handlers (tools/mutants.py): each mutant in tests/mutation/mutants.json runs
 # the tests that call its function; the report (tests/mutation/report-after.md) and the README's score are written.
-# About 40 minutes on 2 cores; `make test` runs a documented subset (tests/test_mutants.py).
+# About 40 minutes on 2 cores (report-after's mutants ran 82 minutes, two side by side); `make test` runs a
+# documented subset (tests/test_mutants.py).
 mutants: $(VENV)/.installed-test
 	$(BIN)/python tools/mutants.py --label after
 
