@@ -9,10 +9,9 @@ from notebook_code import cells, exercise_solution, exercise_starter, lesson
 NB = "03_request_id_increments.ipynb"
 
 
-def test_the_reference_solution_passes(db):
-    solution = lesson("solutions/03_request_id_increments_solution.ipynb")
-    verdict = check_retry_safe_debit(solution["my_debit"], db=db)
-    assert verdict.passed, verdict
+# The reference solutions' PASS is asserted where the same call is made with more to check: 00-05 and 08 in
+# tests/test_exercises_checker.py (told what held), 06, 07, 09 and 10 in tests/test_exercises_specification.py.
+# (Each was made twice before; the checkers are seeded, so the second call only repeated the first.)
 
 
 def test_the_lessons_idempotent_debit_passes(db):
@@ -97,13 +96,6 @@ def solution(n):
 def starter(n):
     notebook, name, *_ = EXERCISES[n]
     return exercise_starter(notebook, name)
-
-
-@by_lesson
-def test_each_reference_solution_passes(db, n):
-    verdict = EXERCISES[n][2](solution(n), db=db)
-    assert verdict.passed, verdict
-    assert str(verdict).startswith("PASS: ")
 
 
 @by_lesson

@@ -84,7 +84,7 @@ def assert_fits(verdict):
 @by_lesson
 def test_the_solution_passes_and_is_told_what_held(db, n):
     verdict = EXERCISES[n][2](solution(n), db=db)
-    assert verdict.passed, pretty(verdict)
+    assert verdict.passed and str(verdict).startswith("PASS: "), pretty(verdict)
     assert "held to the specification over " in verdict.message
     assert verdict.message.endswith(f": {EXERCISES[n][5]}."), verdict.message
     assert_fits(verdict)

@@ -66,7 +66,7 @@ def test_06_the_solution_passes_the_scenarios_and_the_specification(db):
     from helpers.exercises import check_fenced_completion
 
     verdict = check_fenced_completion(lesson("solutions/06_saved_responses_solution.ipynb")["my_complete"], db=db)
-    assert verdict.passed, str(verdict)
+    assert verdict.passed and str(verdict).startswith("PASS: "), str(verdict)
     assert "06's pay with your completion held to the specification over" in verdict.message
 
 
