@@ -444,6 +444,10 @@ def test_the_wait_then_read_needs_read_committed(nb):
     fresh(nb, POSTGRES)
     first, second = pg.connect(counted=False), pg.connect(counted=False)
     lock = "SELECT response_status_code FROM idempotency WHERE idempotency_key = 't10-iso' FOR UPDATE"
+    # The first's COMMIT, sent from another thread while the second waits on the lock. That thread is joined before
+    # `first` is closed: the server can answer the COMMIT (so the second goes on) before the thread has read the
+    # answer, and closing a connection another thread is reading aborted a whole test worker once (a loaded run).
+    commit = threading.Timer(0.2, lambda: first.execute("COMMIT"))
     try:
         first.execute("INSERT INTO idempotency (user_id, idempotency_key, payload_fingerprint, created_at, "
                       "expires_at) VALUES ('alice', 't10-iso', 'f', 0, 1)")
@@ -452,7 +456,7 @@ def test_the_wait_then_read_needs_read_committed(nb):
         first.execute("UPDATE idempotency SET response_status_code = 202 WHERE idempotency_key = 't10-iso'")
         second.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         second.execute("SELECT 1 FROM wallets")               # its snapshot: taken before the first commits
-        threading.Timer(0.2, lambda: first.execute("COMMIT")).start()
+        commit.start()
         with pytest.raises(psycopg.errors.SerializationFailure):
             second.execute(lock)
         second.execute("ROLLBACK")
@@ -460,6 +464,8 @@ def test_the_wait_then_read_needs_read_committed(nb):
         assert second.execute(lock).fetchone() == (202,)
         second.execute("COMMIT")
     finally:
+        if commit.is_alive():
+            commit.join(timeout=30)
         first.close()
         second.close()
 

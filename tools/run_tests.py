@@ -147,6 +147,9 @@ def run_tier(backend: str, env: dict[str, str], workers: int,
     ]
     if workers > 1:  # whole files per worker: nbval's cells of one notebook must share a kernel
         command += ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]   # the order conftest sets
+        # A worker that crashes ends the tier, named, with its test: xdist's replacement worker under loadfile hung
+        # the tier for good once (both workers waiting for tests the controller never sent), and CI has no timeout.
+        command += ["--max-worker-restart", "0"]
     if progress is not None:
         env = dict(env, **{PROGRESS_FILE: str(progress)})
     started = time.perf_counter()
