@@ -172,6 +172,7 @@ def backend_env(backend: str) -> tuple[dict[str, str] | None, Any, str]:
     # containers set it, each of the run's hundred-odd processes (workers, kernels, servers) compiled some 1,500
     # modules again, about 3 s of CPU a start (measured for issue 37).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONSTARTUP"] = str(ROOT / "tests" / "harness" / "gc_startup.py")   # the kernels' garbage collector
     if backend == "dynamodb-local" and not env.get("RETRY_DYNAMODB_ENDPOINT"):
         from helpers.fidelity.dynamodb_local import DynamoDBLocalServer, DynamoDBLocalUnavailable
 

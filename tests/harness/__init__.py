@@ -10,6 +10,7 @@
                failure answer, then the same request resent
     wallets    04's and 05's orders of requests, delivered to a wallet of their own
     processes  whether a process is alive, stopping one, a DynamoDB Local of a test's own
+    gc_startup not imported: the PYTHONSTARTUP of the kernels `make test` starts (a garbage-collector setting)
 
 Import them flat (tests/ is on sys.path): ``from harness.delivery import deliver_all``.
 """
