@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import atexit
-import gc
 import itertools
 import json
 import os
+import runpy
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,8 +25,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # moto allocate millions of short-lived objects, and at the default the collector ran so often that raising the
 # first threshold took 13% of the CPU off test_specification_lessons.py + test_exercises_checker.py (44-46 s of
 # user time to 38-40, measured twice each for issue 37). Reference counting still frees everything not in a cycle
-# at once; cycles are collected, only later. Kernels and learners' processes keep Python's default.
-gc.set_threshold(50_000, 20, 100)
+# at once; cycles are collected, only later. The setting is the one make test's kernels start with
+# (harness/gc_startup.py, their PYTHONSTARTUP); learners' kernels keep Python's default.
+runpy.run_path(str(Path(__file__).parent / "harness" / "gc_startup.py"))
 
 _names = itertools.count()
 

@@ -10,7 +10,7 @@
                failure answer, then the same request resent
     wallets    04's and 05's orders of requests, delivered to a wallet of their own
     processes  whether a process is alive, stopping one, a DynamoDB Local of a test's own
-    gc_startup not imported: the PYTHONSTARTUP of the kernels `make test` starts (a garbage-collector setting)
+    gc_startup run, not imported: the garbage collector's setting (conftest.py; make test's kernels)
 
 Import them flat (tests/ is on sys.path): ``from harness.delivery import deliver_all``.
 """
