@@ -132,6 +132,8 @@ class Operation:
     first_at: float = 0.0                                        # when its first request was sent (its window)
     after: Operation | None = None       # the finished operation under the same key whose window had passed
     moved: int = 0                       # money its answers saw move (debited), all copies together
+    refusals: dict[tuple[str, int], Any] = field(default_factory=dict)   # payload -> its first refusal (a design
+                                         # that saves refusals replays it, though the world has changed since)
 
 
 # --- the reference model: which answers a request may get --------------------------------------------------------
@@ -216,8 +218,11 @@ def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Ma
         raise Violation(TRUTHFUL, f"key {op.key!r} answered {in_words(op.successes[0][1])} for {_pay(payload)}, "
                                   f"then the same request was refused: {in_words(answer)} (a resend must get the "
                                   "first answer)")
-    if model is not None:
+    replay = kind in NOTHING_WRITTEN and payload in op.refusals and _same(op.refusals[payload], answer)
+    if model is not None and not replay:     # a saved refusal, replayed: its reason was the model's when first given
         check_useful(op, payload, answer, kind, model, ops or [op])
+    if kind in NOTHING_WRITTEN:
+        op.refusals.setdefault(payload, answer)
     op.payloads.add(payload)
     if kind != SUCCESS:
         return
