@@ -12,6 +12,7 @@ their own folders:
     dynamodb_errors  ErrorResponses: conflicts, throttling and 500s; answer_of(), botocore_resends()
     schedule         Schedule: which requests a fault falls on, seeded (faults, http_faults, dynamodb_errors)
     clock            VirtualClock: time that only moves when told
+    ttl              sweep(): DynamoDB's TTL deletion, at a moment the caller picks after expiry
     ids              RequestIds: seeded, uuid-shaped request IDs
     events           EventLog: rows of what happened, as a DataFrame
     swimlanes        Timeline and swimlanes(): who saw what, and when
