@@ -90,6 +90,8 @@ from .specification import (
     classify,
     in_words,
 )
+from .catalogue import world_words
+from .explorer import Placement, explore
 from .subjects import WALLETS, RecordSubject, Subject, said
 from .wire import Call, Layer
 
@@ -134,6 +136,7 @@ class Verdict:
     untried: tuple[str, ...] = ()         # properties no history could break (one payload per key: bound)
     store: str = "DynamoDB"               # where the handler keeps its state (a lane of `draw`)
     shrunk: bool = True                   # issue 23: False when check_handler(..., shrink=False) found it
+    placed: bool = False                  # found by the exhaustive phase (one event at each point, in order)
 
     @property
     def holds(self) -> list[str]:
@@ -146,7 +149,8 @@ class Verdict:
             return f"{self.handler} holds {', '.join(self.holds)} over {self.histories} histories{untried}"
         lines = textwrap.wrap(f"{self.handler} breaks {self.broken}: {self.sentence}", 100,
                               subsequent_indent="    ")
-        lines.append("the shortest history found:" if self.shrunk else "the first history found (not shrunk):")
+        lines.append("the first history found placing one event at each point:" if self.placed else
+                     "the shortest history found:" if self.shrunk else "the first history found (not shrunk):")
         for n, step in enumerate(self.history, 1):
             lines += textwrap.wrap(f"{n}. {step['said']}", 100, initial_indent="  ", subsequent_indent="       ")
             if step.get("when"):
@@ -334,6 +338,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             if departed:
                 subject.settle()             # what earlier histories left is finished first: not this one's money
             subject.begin()
+            self.subject = subject
             self.tag = next(_TAGS)               # this history's keys are new to the table
             self.ops: dict[tuple[str, str], Operation] = {}
             self.closed: list[Operation] = []
@@ -401,23 +406,50 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                               "crashed_at": str(answer) if isinstance(answer, Crash) else None,
                               "kind": classify(answer)})
 
+        def aside(self, action: Callable[[], Any]) -> Any:
+            """Run `action` (a TTL sweep, a recovery worker) while an attempt is in flight: its calls are no points."""
+            between.busy = True
+            try:
+                return action()
+            finally:
+                between.busy = False
+
+        def meanwhile(self, request: tuple, when: str, nested_moved: dict[str, int]) -> Any:
+            """Another request run to its end while the attempt in flight is at a point (its own calls are no
+            points); the money it moved is kept apart from the attempt's (`nested_moved`)."""
+            between.busy = True
+            try:
+                before = self.money()
+                answer = self.call(request, lambda step: None)
+                moved = {k: v - before[k] for k, v in self.money().items()}
+            finally:
+                between.busy = False
+            for k, v in moved.items():
+                nested_moved[k] = nested_moved.get(k, 0) + v
+            self.note(request, answer, when=when)
+            self.judge(request, answer, moved)
+            return answer
+
         @rule(request=requests, crash_at=steps if subject.crashes else st.none(), fault=faults, during=during)
         def send(self, request: tuple, crash_at: int | None, fault: tuple | None, during: tuple | None) -> None:
-            seen, reached, nested_moved, crashed, slowed = [0], {"step": 0, "call": 0}, {}, [], []
+            seen, reached, nested_moved, crashed, slowed = [0], {"step": 0, "call": 0, "provider": 0}, {}, [], []
             if getattr(subject, "one_call_per_key", False):   # issue 23: a client makes its own key per call,
                 self.calls = getattr(self, "calls", 0) + 1       # so each call is a payment of its own
                 request = (request[0], f"{request[1]}.{self.calls}", *request[2:])
-            if during is not None and during[1] == "copy":
+            if isinstance(during, tuple) and during[1] == "copy":
                 caller, key, payload, invocation = request
                 during = (during[0], (caller, key, payload, INVOCATIONS[invocation == INVOCATIONS[0]]), during[2])
 
             def at_point(where: str) -> None:
-                """The attempt reached its next point: a hook step ("at 'claimed'") or a DynamoDB request ("about to
-                send its PutItem"); `during` names the n-th of one of them."""
+                """The attempt reached its next point: a hook step ("at 'claimed'"), a DynamoDB request ("about to
+                send its PutItem") or a provider call; `during` names the n-th of one of them."""
                 if between.busy:
                     return
-                at = "call" if where.startswith("about") else "step"
+                at = "provider" if "provider" in where else "call" if where.startswith("about") else "step"
                 n, reached[at] = reached[at], reached[at] + 1
+                if isinstance(during, Placement):            # the exhaustive phase: events placed at this point
+                    during.reach(self, at, n, where, nested_moved)
+                    return
                 if during is None or (at, n) != during[0]:
                     return
                 if during[1] == "slow":
@@ -426,16 +458,9 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                 elif not nested_moved:
                     stall = {True: subject.lease + 0.6, "edge": subject.lease - 0.5}.get(during[2], 0)
                     subject.clock.advance(stall)                     # stalled past its lease, or just short of it
-                    between.busy = True                              # the nested request's own calls are no points
-                    try:
-                        before = self.money()
-                        answer = self.call(during[1], lambda step: None)
-                        nested_moved.update({k: v - before[k] for k, v in self.money().items()})
-                    finally:
-                        between.busy = False
                     stalled = {True: ", stalled past its lease", "edge": ", stalled to just before its lease ends"}
-                    self.note(during[1], answer, when=f"while the next one is {where}{stalled.get(during[2], '')}")
-                    self.judge(during[1], answer, nested_moved)
+                    self.meanwhile(during[1], f"while the next one is {where}{stalled.get(during[2], '')}",
+                                   nested_moved)
 
             def hook(step: str) -> None:
                 at_point(f"at {step!r}")
@@ -447,10 +472,14 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             before = self.last
             subject.arm(fault)
             between.point = at_point
+            if subject.provider is not None:
+                subject.provider.point = at_point
             try:
                 answer = self.call(request, hook)
             finally:
                 between.point = None
+                if subject.provider is not None:
+                    subject.provider.point = None
                 fired = subject.fired(fault)
                 subject.arm(None)
             moved = {k: v - before[k] - nested_moved.get(k, 0) for k, v in self.money().items()}
@@ -499,25 +528,23 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             self.said.append({"said": "the retention window passes; the keys sent from now on are new ones",
                               "wait": "retention"})
 
-        def change(self, what: str, wallet: str) -> None:
-            """The world changing between two steps: a wallet closed, reopened, or paid from by someone else."""
+        def change(self, what: str, wallet: str, amount: int = 5, when: str = "") -> None:
+            """The world changing: a wallet closed, reopened, paid from by someone else, or topped up."""
             if getattr(self, "skip", False):
                 return
             was_closed = wallet in model.closed
-            if (what == "close") == was_closed or (what == "elsewhere" and was_closed):
+            if (what == "close") == was_closed or (what in ("elsewhere", "topup") and was_closed):
                 return                                       # nothing to change
-            subject.change(what, wallet)
+            subject.change(what, wallet, amount)
             if what == "close":
                 model.closed[wallet] = subject.clock.now()
             elif what == "reopen":
                 del model.closed[wallet]
             else:
-                model.elsewhere[wallet] = model.elsewhere.get(wallet, 0) + 5
+                model.elsewhere[wallet] = model.elsewhere.get(wallet, 0) + (amount if what == "elsewhere" else -amount)
             self.money()
-            self.said.append({"said": {"close": f"{wallet}'s wallet is closed",
-                                       "reopen": f"{wallet}'s wallet is opened again",
-                                       "elsewhere": f"someone else pays 5 from {wallet}'s wallet"}[what],
-                              "wait": "world"})
+            self.said.append({"said": world_words(what, wallet, amount) + (f" ({when})" if when else ""),
+                              "wait": "world", "event": what})
 
         if subject.world:        # a rule only where the subject can change the world around its handler
             change = rule(what=st.sampled_from(["close", "reopen", "elsewhere"]),
@@ -633,6 +660,7 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
                 self.quiesce()
 
 
+    History.base = History           # the exhaustive phase (helpers.explorer) sends its histories through it
     # What narrows or budgets the search is a subclass (the histories come from the fixed SEED, not the source).
     focused = (one_at_a_time or search.limit is not None or not subject.invocations or not subject.waits
                or not subject.crashes)
@@ -805,7 +833,8 @@ def _history_events(history: list[dict[str, Any]], store: str, sentence: str) ->
 
 def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, histories: int = 100, steps: int = 6,
                   name: str | None = None, seed_search: bool = False, shrink: bool | int = True,
-                  keys_reused: bool = True, one_at_a_time: bool = False, departed: bool = False) -> Verdict:
+                  keys_reused: bool = True, one_at_a_time: bool = False, departed: bool = False,
+                  explore_first: bool | None = None) -> Verdict:
     """Send `handler` `histories` generated histories (deterministic unless `seed_search`); return the Verdict.
 
     With `shrink=False` the first failing history is returned as found, not shortened (faster); with a number,
@@ -825,6 +854,10 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
     done -- and again after each caller came back once with its request, which must get a final answer. The
     histories also wait to the provider's edge (`PROVIDER_WINDOW - MARGIN` in the handler's module). Without it,
     the histories and the quiescence are as they always were.
+
+    Before the random histories, an exhaustive phase (`helpers.explorer`) places each event of the catalogue
+    (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges: for a 06-shaped
+    handler (a `Subject` whose `explores` is true), unless `explore_first=False`, or one request at a time.
     """
     if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):
         raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")
@@ -848,6 +881,11 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
             for client in subject.clients:
                 between.install(client)
         try:
+            exploring = explore_first if explore_first is not None else getattr(subject, "explores", False)
+            found = (explore(machine.base, subject, keys_reused) if exploring and not record and not one_at_a_time
+                     else None)
+            if found is not None:
+                return _found(subject, found, False, placed=True)
             run_state_machine_as_test(machine, settings=config)
         except (Violation, Flaky, BaseExceptionGroup) as error:
             # Flaky: the budget cut shrinking short (the final replay of the shortest history was skipped), or
@@ -864,6 +902,6 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
                    store=getattr(subject, "store", "DynamoDB"))
 
 
-def _found(subject: Any, violation: Violation, shrink: bool | int) -> Verdict:
+def _found(subject: Any, violation: Violation, shrink: bool | int, placed: bool = False) -> Verdict:
     return Verdict(subject.name, subject.run, violation.prop, violation.sentence, violation.history,
-                   store=getattr(subject, "store", "DynamoDB"), shrunk=shrink is not False)
+                   store=getattr(subject, "store", "DynamoDB"), shrunk=shrink is not False, placed=placed)

@@ -1,10 +1,12 @@
 """What a retry-safe payment handler must hold, written once; `helpers.checker` holds handlers to it.
 
-A history is any sequence of requests -- any keys, callers and payloads -- with any failures along
-the way: a crash at any step, a lost DynamoDB answer, any failure answer DynamoDB can give, the payment
-provider down, a duplicate arriving mid-flight, attempts sharing an invocation ID and a millisecond,
-leases and retention windows running out, the world changing (a wallet closed, reopened, paid from elsewhere),
-amounts at their limits. At **quiescence** (every crashed attempt's lease over, and each key's first request sent
+A history is any sequence of requests -- any keys, callers and payloads -- with any event of the catalogue
+(`helpers.catalogue`, each entry with its source) at any point of an attempt in flight: a crash at any step, a
+lost DynamoDB answer, each failure answer a lesson's handler can meet (the catalogue says which DynamoDB answers
+it draws, and why not the others), the payment provider down or charging and then failing, another request run
+to its end, attempts sharing an invocation ID and a millisecond, the clock moved to either side of every clock
+(leases, retention windows, the provider's window, a TTL) and a TTL sweep, the world changing (a wallet closed,
+reopened, topped up, paid from elsewhere), amounts at their limits. At **quiescence** (every crashed attempt's lease over, and each key's first request sent
 again until it gets a final answer), five properties hold:
 
 1. **once** -- a logical operation (a caller's key, within its retention window) takes effect at most
@@ -12,12 +14,15 @@ again until it gets a final answer), five properties hold:
    key or remember it longer, but an unfinished one must still end once: the checker resends old keys across
    the window's edge, and sends new keys after a whole window.) Per wallet: the money debited, the money
    the provider charged, and the sum of the amounts answered success are equal.
-2. **bound to its payload** -- once a key's work may have begun, the key never produces an effect for
-   another payload; such a request is refused (a mismatch, 422) for the whole retention window, after
-   a failed first attempt too. Every success answered under one key is for one payload.
+2. **bound to its payload** -- once a key's work may have begun (an answer other than a refusal that says
+   nothing was written: success, in progress, or none at all), the key never produces an effect for another
+   payload within its retention window: such a request is never answered success (`check_answer` judges it, a
+   failed first attempt included), and one refused with a mismatch (422) names a key that was used before.
 3. **truthful** -- success means applied (1 checks it); an answer that says *nothing was written*
    (a mismatch, bad input, a missing wallet) moved no money; a replay is the first answer, byte for
-   byte. (*In progress* promises nothing about what was written: only that the caller should ask again.)
+   byte -- for an HTTP answer, its status, its body and the headers the contract names (`CONTRACT_HEADERS`:
+   content-type, location), with a replay mark (`REPLAY_MARKS`, Stripe's `Idempotent-Replayed`) allowed on a
+   replay. (*In progress* promises nothing about what was written: only that the caller should ask again.)
 4. **live** -- no key stays stuck: after the lease and a bounded number of resends, the same request
    gets a final answer (success, or a refusal that will not change).
 5. **useful** -- a handler owes answers, not only the absence of harm: every answer is one a reference model
@@ -62,6 +67,8 @@ PROPERTIES = (ONCE, BOUND, TRUTHFUL, LIVE, USEFUL)
 SUCCESS, MISMATCH, IN_PROGRESS, REFUSED, UNKNOWN = "success", "mismatch", "in progress", "refused", "unknown"
 FINAL = frozenset({SUCCESS, MISMATCH, REFUSED})
 NOTHING_WRITTEN = frozenset({MISMATCH, REFUSED})   # 409 says "not finished, retry": not that nothing was written
+CONTRACT_HEADERS = ("content-type", "location")   # what a replay must give back besides status and body (09)
+REPLAY_MARKS = ("idempotent-replayed",)             # a header a design may add to a replay, and only that (Stripe)
 REFUSING_ERRORS = ("KeyReused",)   # a debit's own "this key holds another debit; nothing written" (notebook 06)
 
 
@@ -134,6 +141,7 @@ class Operation:
     moved: int = 0                       # money its answers saw move (debited), all copies together
     refusals: dict[tuple[str, int], Any] = field(default_factory=dict)   # payload -> its first refusal (a design
                                          # that saves refusals replays it, though the world has changed since)
+    begun: set[tuple[str, int]] = field(default_factory=set)   # payloads whose work may have begun (bound)
 
 
 # --- the reference model: which answers a request may get --------------------------------------------------------
@@ -225,14 +233,19 @@ def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Ma
         op.refusals.setdefault(payload, answer)
     op.payloads.add(payload)
     if kind != SUCCESS:
+        (op.begun.discard if kind in NOTHING_WRITTEN and not op.successes else op.begun.add)(payload)
         return
     for earlier_payload, earlier in op.successes:
         if earlier_payload != payload:
             raise Violation(BOUND, f"key {op.key!r} answered success for {_pay(earlier_payload)} and then for "
                                    f"{_pay(payload)}")
-        if json.dumps(earlier, sort_keys=True, default=str) != json.dumps(answer, sort_keys=True, default=str):
+        if not same_answer(earlier, answer):
             raise Violation(TRUTHFUL, f"a replay of key {op.key!r} differs from its first answer: "
-                                      f"{in_words(earlier)} then {in_words(answer)}")
+                                      f"{_differs(earlier, answer)}")
+    for other in sorted(op.begun - {payload}):
+        raise Violation(BOUND, f"key {op.key!r} was used for {_pay(other)}, whose work may have begun (it was "
+                               f"not refused), and then answered success for {_pay(payload)}")
+    op.begun.add(payload)
     op.successes.append((payload, answer))
 
 
@@ -295,7 +308,37 @@ def check_money(ops: list[Operation], debited: Mapping[str, int], charged: Mappi
 
 
 def _same(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    return same_answer(a, b)
+
+
+def same_answer(first: Any, replay: Any) -> bool:
+    """Whether `replay` gives back `first`: the whole answer alike; or, for a response, the same status and body
+    and the same headers of `CONTRACT_HEADERS` -- any other header may differ, and a replay may carry a mark
+    (`REPLAY_MARKS`) the first answer had not."""
+    if not (isinstance(first, Mapping) and isinstance(replay, Mapping) and "status" in first and "status" in replay):
+        return json.dumps(first, sort_keys=True, default=str) == json.dumps(replay, sort_keys=True, default=str)
+    if (first["status"], first.get("body")) != (replay["status"], replay.get("body")):
+        return False
+    if any(k not in ("status", "body", "headers", "said") and first.get(k) != replay.get(k)
+           for k in {*first, *replay}):
+        return False
+    a, b = _contract_headers(first), _contract_headers(replay)
+    return a == b
+
+
+def _contract_headers(answer: Mapping[str, Any]) -> dict[str, str]:
+    headers = {str(k).lower(): v for k, v in (answer.get("headers") or {}).items()}
+    return {k: headers.get(k) for k in CONTRACT_HEADERS}
+
+
+def _differs(first: Any, replay: Any) -> str:
+    """How a replay differs from the first answer, in a few words (two answers that print alike differ in a
+    header the contract names)."""
+    a, b = in_words(first), in_words(replay)
+    if a == b and isinstance(first, Mapping) and isinstance(replay, Mapping):
+        missing = {k: v for k, v in _contract_headers(first).items() if _contract_headers(replay)[k] != v}
+        return f"{a}, its headers {missing} not given back" if missing else f"{a}, then another {b}"
+    return f"{a} then {b}"
 
 
 def _pay(payload: tuple[str, int]) -> str:

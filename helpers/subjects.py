@@ -54,6 +54,7 @@ class Subject:
     """
 
     faults = ("lost", "answer", "in progress", "provider down")   # what can go wrong around one request
+    explores = True                 # check_handler places each catalogue event at each point first (helpers.explorer)
     interleaves = True              # another request may run at a hook step or before any of its DynamoDB requests
     between_calls = True            # ... before any of its DynamoDB requests too (False: at hook steps only)
     lasting = True                  # a failure answer may last through the handler's own resends of a transaction
@@ -116,7 +117,7 @@ class Subject:
     def begin(self) -> None:
         """A new history: a fresh provider, every wallet back to its balance."""
         self.run += 1
-        self.provider = self.g["provider"] = PaymentProvider(self.clock)
+        self.provider = self.g["provider"] = PointedProvider(self.clock)
         self.closed, self.elsewhere = {}, dict.fromkeys(WALLETS, 0)
         for wallet, balance in WALLETS.items():
             if not self.put_in_process({"pk": wallet, "balance": balance}):
@@ -135,18 +136,27 @@ class Subject:
 
     # --- the world changing mid-history (a wallet closed, reopened, paid from by someone else) -----------------
 
-    def change(self, what: str, wallet: str) -> None:
+    def change(self, what: str, wallet: str, amount: int = 5) -> None:
         """Change the world around the handler: `close` the wallet (its item deleted, its balance kept aside),
-        `reopen` it with that balance, or pay 5 from it `elsewhere` (a write the handler did not make)."""
+        `reopen` it with that balance, pay `amount` from it `elsewhere` (a write the handler did not make), or
+        `topup` it with `amount`."""
         if what == "close" and wallet not in self.closed:
             self.closed[wallet] = self.balances()[wallet]
             self.wallets.delete_item(Key={"pk": wallet})
         elif what == "reopen" and wallet in self.closed:
             self.reopen(wallet, self.closed.pop(wallet))
-        elif what == "elsewhere" and wallet not in self.closed:
-            self.wallets.update_item(Key={"pk": wallet}, UpdateExpression="SET balance = balance - :five",
-                                     ExpressionAttributeValues={":five": 5})
-            self.elsewhere[wallet] += 5
+        elif what in ("elsewhere", "topup") and wallet not in self.closed:
+            paid = amount if what == "elsewhere" else -amount
+            self.wallets.update_item(Key=self.wallet_key_of(wallet), UpdateExpression="SET balance = balance - :paid",
+                                     ExpressionAttributeValues={":paid": paid})
+            self.elsewhere[wallet] += paid
+
+    def wallet_key_of(self, wallet: str) -> dict[str, Any]:
+        return {"pk": wallet}
+
+    def tables(self) -> list[Any]:
+        """The DynamoDB tables around the handler (its module's), for a TTL sweep."""
+        return list({id(v): v for v in self.g.values() if hasattr(v, "key_schema") and hasattr(v, "meta")}.values())
 
     def reopen(self, wallet: str, balance: int) -> None:
         _open_wallet(self.wallets, wallet, balance)
@@ -240,6 +250,7 @@ class DebitSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress")
+    explores = False             # the random histories only (the debit functions' budgets)
     interleaves = True           # another request may run before any of its DynamoDB requests (the checker's wire)
     world = False                # the debit functions take the table they are given: no one else changes it
     at_limits = False            # 03-05's debits let a balance go below zero, and take any amount DynamoDB stores
@@ -325,6 +336,7 @@ class HttpSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress", "provider down")
+    explores = False             # each history is real HTTP: the random histories only (their budget)
     interleaves = True
     crashes = False              # it never calls hook(step): no crash can fall inside it
     CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
@@ -345,7 +357,7 @@ class HttpSubject(Subject):
 
     def begin(self) -> None:
         self.run += 1
-        self.provider = self.ns["provider"] = PaymentProvider(self.clock)
+        self.provider = self.ns["provider"] = PointedProvider(self.clock)
         self.closed, self.elsewhere = {}, dict.fromkeys(WALLETS, 0)
         for wallet, balance in WALLETS.items():
             self.ns["open_account_wallet"](self.wallets, wallet, balance, owner=self.OWNERS[wallet])
@@ -368,6 +380,7 @@ class OutboxSubject(Subject):
     """
 
     faults = ("provider down",)
+    explores = False
     world = False              # not yet: closing a wallet in Postgres is another schema's question
     store = "Postgres"
     interleaves = False        # a duplicate at a hook would wait on the attempt's own row lock, in its own thread
@@ -483,6 +496,30 @@ class RecordSubject:
         kind = fault[0] if fault else None
         self.lost.restart(at={fault[1]} if kind == "lost" else ())
         self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
+
+
+class ProviderTimedOut(ConnectionError):
+    """The provider charged, and its answer never came back (a timeout after the charge was made)."""
+
+
+class PointedProvider(PaymentProvider):
+    """The subject's provider: each charge request is a point of the attempt in flight (`point`, set by the checker
+    while an attempt is sent), and `lose_next()` makes the next charge happen and its answer be lost."""
+
+    point: Callable[[str], None] | None = None
+    _lose = False
+
+    def lose_next(self) -> None:
+        self._lose = True
+
+    def charge(self, wallet_id: str, amount: int, idempotency_key: str) -> Any:
+        if self.point is not None:
+            self.point("at the provider's charge")
+        made = super().charge(wallet_id, amount, idempotency_key)
+        if self._lose:
+            self._lose = False
+            raise ProviderTimedOut(f"the provider charged {made.charge_id}, and its answer was lost")
+        return made
 
 
 def said(answer: Any) -> str:

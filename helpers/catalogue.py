@@ -1,0 +1,150 @@
+"""What can happen while a payment is in flight: the checker's events, as data, each with its source.
+
+`helpers.checker` places these events at the points of an attempt in flight -- each hook step it reaches
+(`hook("claimed")`), each DynamoDB request it sends, each call to the payment provider -- first one at every
+point (the exhaustive phase, `helpers.explorer`), then at random. An `Event` has one name, one wording and the
+kinds of point where it can happen; a subject draws every event whose `needs` it has (`Subject.interleaves`,
+`world`, `waits`, `crashes`, its `faults`). A new documented behaviour is one new entry here, and its effect one
+function in `helpers.explorer.APPLY`.
+
+DynamoDB's failure answers: the service model lists more than a lesson's handler can meet. `ANSWERS` are the
+ones drawn (at every write of an attempt), `NOT_DRAWN` the others and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dynamodb_errors import (
+    CONFLICT,
+    ERROR_500_APPLIED,
+    ERROR_500_NOT_APPLIED,
+    IN_PROGRESS,
+    IN_PROGRESS_APPLIED,
+    REQUEST_LIMIT,
+    THROTTLED,
+    THROTTLING,
+    UNAVAILABLE,
+)
+
+STEP, CALL, WRITE, PROVIDER = "step", "call", "write", "provider"     # kinds of point
+ANY = (STEP, CALL, PROVIDER)
+
+LAMBDA_RETRIES = "https://docs.aws.amazon.com/lambda/latest/dg/invocation-retries.html"
+IETF_DRAFT = "https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/"
+STRIPE_KEYS = "https://docs.stripe.com/api/idempotent_requests"
+STRIPE_ERRORS = "https://docs.stripe.com/error-low-level#idempotency"
+BRANDUR = "https://brandur.org/idempotency-keys"
+CONDITIONS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html"
+POWERTOOLS = "https://docs.powertools.aws.dev/lambda/python/latest/utilities/idempotency/"
+TTL = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html"
+BUILDERS = "https://aws.amazon.com/builders-library/making-retries-safe-with-idempotent-APIs/"
+ERRORS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html"
+TRANSACT = "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html"
+LSI = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/LSI.html#LSI.ItemCollections.SizeLimit"
+MRSC = ("https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+        "V2globaltables_HowItWorks.html#V2globaltables_HowItWorks.consistency-modes")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that can happen at a point of an attempt in flight.
+
+    `name` is its identity (the history records it), `words` its one wording (a format string over `wallet`,
+    `amount`, `kind`), `at` the kinds of point where it can happen, `needs` the subject's attribute that must be
+    true for the subject to draw it, `undo` the event that takes it back (the world's changes end), `source`
+    where the behaviour is documented."""
+
+    name: str
+    family: str
+    words: str
+    at: tuple[str, ...]
+    needs: str
+    source: str
+    undo: str | None = None
+    kind: str | None = None          # a DynamoDB answer's kind (helpers.dynamodb_errors), for `answer` events
+
+
+def _answer(kind: str, words: str, source: str = ERRORS, at: tuple[str, ...] = (WRITE,)) -> Event:
+    return Event(f"answer {kind}", "answer", f"DynamoDB answers it with {words}", at, "faults", source, kind=kind)
+
+
+CATALOGUE: tuple[Event, ...] = (
+    # another request run to its end
+    Event("copy", "request", "a copy of it arrives (another invocation)", ANY, "interleaves", LAMBDA_RETRIES),
+    Event("other payload", "request", "the same key arrives with another payload", ANY, "interleaves", IETF_DRAFT),
+    Event("other caller", "request", "another caller sends the same key", ANY, "interleaves", STRIPE_KEYS),
+    Event("crossing", "request", "another payment from the wallet arrives, the two together more than its balance",
+          ANY, "interleaves", CONDITIONS),
+    # the world changing
+    Event("close", "world", "{wallet}'s wallet is closed", ANY, "world", BRANDUR, undo="reopen"),
+    Event("reopen", "world", "{wallet}'s wallet is opened again", ANY, "world", BRANDUR),
+    Event("elsewhere", "world", "someone else pays {amount} from {wallet}'s wallet", ANY, "world", BRANDUR,
+          undo="topup"),
+    Event("topup", "world", "{wallet}'s wallet is topped up with {amount}", ANY, "world", BRANDUR),
+    # the clock, to either side of every clock
+    Event("lease before", "clock", "it stalls to just before its lease ends", ANY, "waits", POWERTOOLS),
+    Event("lease after", "clock", "it stalls past its lease", ANY, "waits", POWERTOOLS),
+    Event("provider edge", "clock", "it stalls past the provider's key window less the margin", ANY, "cutoff",
+          STRIPE_KEYS),
+    Event("retention after", "clock", "it stalls past the retention window", ANY, "waits", STRIPE_KEYS),
+    Event("ttl sweep", "ttl", "it stalls past every TTL, and TTL deletes what is expired", ANY, "waits", TTL),
+    # the recovery worker (11): a caller who left, a scheduler that runs it
+    Event("worker", "worker", "it stalls, and the recovery worker runs", ANY, "worker", BRANDUR),
+    # crashes, lost answers, DynamoDB's failure answers, the provider's
+    Event("crash", "crash", "it crashes", (STEP, PROVIDER), "crashes", LAMBDA_RETRIES),
+    Event("lost", "lost", "the answer to its write is lost", (WRITE,), "faults", BUILDERS),
+    _answer(CONFLICT, "a conflict (nothing written)", TRANSACT),
+    _answer(THROTTLED, "ProvisionedThroughputExceeded"),
+    _answer(THROTTLING, "ThrottlingException"),
+    _answer(REQUEST_LIMIT, "RequestLimitExceeded"),
+    _answer(ERROR_500_NOT_APPLIED, "a 500 (not applied)"),
+    _answer(ERROR_500_APPLIED, "a 500 (applied)"),
+    _answer(UNAVAILABLE, "a 503 ServiceUnavailable"),
+    _answer(IN_PROGRESS, "TransactionInProgress (not applied)", TRANSACT),
+    _answer(IN_PROGRESS_APPLIED, "TransactionInProgress (the original commits)", TRANSACT),
+    Event("provider down", "provider", "the provider is down (nothing charged)", (PROVIDER,), "faults",
+          STRIPE_ERRORS),
+    Event("provider lost", "provider", "the provider charges, and its answer is lost", (PROVIDER,), "faults",
+          STRIPE_ERRORS),
+)
+BY_NAME = {event.name: event for event in CATALOGUE}
+
+# DynamoDB's failure answers a write can get, as the service model lists them, that the checker does not draw
+NOT_DRAWN = {
+    "ItemCollectionSizeLimitExceededException": ("only a table with a local secondary index has item collections "
+                                                 "with a size limit; no lesson's table has one", LSI),
+    "ReplicatedWriteConflictException": ("only a global table with multi-Region strong consistency answers it; "
+                                         "no lesson's table is global", MRSC),
+    "ResourceNotFoundException": ("the table does not exist: a deployment error no resend fixes, and every "
+                                  "lesson's table exists before its first request", ERRORS),
+}
+ANSWERS = tuple(event for event in CATALOGUE if event.family == "answer")
+
+
+def world_words(what: str, wallet: str, amount: int = 5) -> str:
+    """A change of the world, in its one wording."""
+    return BY_NAME[what].words.format(wallet=wallet, amount=amount)
+
+
+def drawn_by(subject: object) -> list[Event]:
+    """The events `subject` draws: those whose `needs` it has (a fault family it takes, for faults)."""
+    found = []
+    faults = set(getattr(subject, "faults", ()))
+    for event in CATALOGUE:
+        if event.needs == "faults":
+            family = {"lost": "lost", "answer": "answer", "provider": "provider down"}[event.family]
+            if event.kind in (IN_PROGRESS, IN_PROGRESS_APPLIED):
+                family = "in progress"
+            if family not in faults:
+                continue
+        elif event.needs == "cutoff":
+            if getattr(subject, "cutoff", None) is None:
+                continue
+        elif event.needs == "worker":
+            if getattr(subject, "g", {}).get("recover_unfinished") is None:
+                continue
+        elif not getattr(subject, event.needs, False):
+            continue
+        found.append(event)
+    return found

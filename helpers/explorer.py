@@ -1,0 +1,268 @@
+"""The checker's exhaustive phase: every event of the catalogue at every point of an attempt, before any random one.
+
+As loom and shuttle bound their search of a program's interleavings, `explore` sends a small, fixed set of
+histories before hypothesis draws its random ones, so that no two-step interleaving is left to chance:
+
+1. **values at the model's edges**, each sent alone: an amount of exactly the balance, the balance - 1 and + 1,
+   1 and 0, the design's `MAX_AMOUNT` (from a wallet topped up to hold it) and + 1, a key with the separators
+   keys are built from (`#`, `@`);
+2. **a takeover at every point**: the first attempt stalls past its lease at each of its points, something
+   happens (nothing, the wallet closed, paid from elsewhere down to one short of the amount, another payload
+   under the key, a TTL sweep), a copy takes the payment over, the world changes back, the caller resends --
+   and only then does the first attempt wake, and go on;
+3. **one event at every point**: each event of `helpers.catalogue` that the subject draws, at each point of
+   the attempt where it can happen (a failure answer at each write, a crash at each step, a request or a change
+   of the world anywhere, the provider's failures at its call).
+
+The points are found by sending the first request once alone and noting each point it reaches. Each history is
+judged as the random ones are (`helpers.specification`), and the first that breaks a property is the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalogue import BY_NAME, PROVIDER, STEP, WRITE, Event, drawn_by
+from .specification import Crash, Violation
+from .ttl import sweep, ttl_attribute
+from .wire import WRITES
+
+FIRST = ("shop-a", "k1", ("alice", 10), "inv-1")       # the attempt the events are placed around
+EDGE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Act:
+    """One event placed at a point, with what it needs: the request it sends, or the wallet and amount."""
+
+    event: Event
+    request: tuple | None = None
+    wallet: str = "alice"
+    amount: int = 5
+
+
+@dataclass
+class Placement:
+    """A history of the exhaustive phase: `request` sent, and `acts` done when it reaches `point` (at, n)."""
+
+    request: tuple
+    point: tuple[str, int] | None
+    acts: tuple[Act, ...] = ()
+    before: tuple[Act, ...] = ()
+    fired: bool = False
+    points: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def reach(self, machine: Any, at: str, n: int, where: str, nested_moved: dict[str, int]) -> None:
+        """Called by the checker at each point the attempt reaches: do the acts at the placed one."""
+        self.points.append((at, n, where))
+        if self.fired or (at, n) != self.point:
+            return
+        self.fired = True
+        for act in self.acts:
+            APPLY[act.event.family](machine, act, where, nested_moved)
+
+
+def _when(where: str) -> str:
+    return f"while the next one is {where}"
+
+
+def _request(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    machine.meanwhile(act.request, f"{act.event.words}, {_when(where)}", nested_moved)
+
+
+def _world(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    machine.change(act.event.name, act.wallet, act.amount, when=_when(where) if where else "")
+
+
+def _note(machine: Any, act: Act, where: str, extra: str = "") -> None:
+    said = act.event.words.format(wallet=act.wallet, amount=act.amount) + extra
+    machine.said.append({"said": f"{said} ({_when(where)})" if where else said, "event": act.event.name,
+                         "wait": act.event.family})
+
+
+def _clock(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    subject = machine.subject
+    by = {"lease before": subject.lease - 0.5, "lease after": subject.lease + 0.6,
+          "retention after": subject.retention + 1,
+          "provider edge": (subject.cutoff or 0) + EDGE_SECONDS}[act.event.name]
+    subject.clock.advance(by)
+    _note(machine, act, where)
+
+
+def _ttl(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    subject = machine.subject
+    subject.clock.advance(subject.retention + 1)
+    swept = []
+
+    def sweep_all() -> None:
+        for table in subject.tables():
+            swept.extend(sweep(table, subject.clock.now(), attribute=ttl_attribute(table) or "expires_at"))
+
+    machine.aside(sweep_all)
+    _note(machine, act, where, f": {len(swept)} item(s) deleted")
+
+
+def _worker(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    subject = machine.subject
+    subject.clock.advance(subject.lease + subject.grace + 1)
+    before = machine.money()
+
+    def run() -> None:
+        subject.recover()
+        subject.drain()
+
+    machine.aside(run)
+    moved = {k: v - before[k] for k, v in machine.money().items()}
+    for k, v in moved.items():
+        nested_moved[k] = nested_moved.get(k, 0) + v
+    _note(machine, act, where)
+
+
+def _crash(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    raise Crash(where)
+
+
+def _fault(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    subject = machine.subject
+    if act.event.family == "lost":
+        subject.lost.restart(at={0})
+    elif act.event.kind.startswith("TransactionInProgress"):
+        subject.in_progress.restart(at={0: act.event.kind})
+    else:
+        subject.errors.restart(at={0: act.event.kind})
+    _note(machine, act, where)
+
+
+def _provider(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
+    provider = machine.subject.provider
+    provider.fail_next(1) if act.event.name == "provider down" else provider.lose_next()
+    _note(machine, act, where)
+
+
+APPLY: dict[str, Callable[[Any, Act, str, dict[str, int]], None]] = {
+    "request": _request, "world": _world, "clock": _clock, "ttl": _ttl, "worker": _worker, "crash": _crash,
+    "lost": _fault, "answer": _fault, "provider": _provider}
+
+
+# --- the placements ------------------------------------------------------------------------------------------------
+
+def _fits(event: Event, at: str, where: str) -> bool:
+    """Whether `event` can happen at a point of kind `at` (`where` names the DynamoDB operation of a call)."""
+    operation = where.rsplit(" ", 1)[-1]
+    if at == "call" and WRITE in event.at and operation in WRITES:
+        return event.kind is None or not event.kind.startswith("TransactionInProgress") or \
+            operation == "TransactWriteItems"
+    return at in event.at
+
+
+def _requests(subject: Any, keys_reused: bool, first: tuple) -> dict[str, tuple]:
+    caller, key, (wallet, amount), _ = first
+    opening = subject.opening[wallet]
+    found = {"copy": (caller, key, (wallet, amount), "inv-2"),
+             "other caller": ("shop-b", key, (wallet, amount), "inv-2"),
+             "crossing": (caller, "k2", (wallet, opening - amount + 1), "inv-2")}
+    if keys_reused:
+        found["other payload"] = (caller, key, (wallet, 99), "inv-2")
+    return found
+
+
+def _act(event: Event, requests: dict[str, tuple], subject: Any, first: tuple) -> Act:
+    wallet, amount = first[2]
+    if event.family == "request":
+        return Act(event, request=requests[event.name])
+    if event.name in ("elsewhere", "topup"):
+        return Act(event, wallet=wallet, amount=subject.opening[wallet] - amount + 1)   # leaves one short
+    return Act(event, wallet=wallet)
+
+
+def edges(subject: Any, first: tuple = FIRST) -> list[Placement]:
+    """Values at the model's edges, each sent alone."""
+    if not subject.at_limits:
+        return []
+    caller, key, (wallet, _), invocation = first
+    balance = subject.opening[wallet]
+    found = [Placement((caller, key, (wallet, amount), invocation), None)
+             for amount in (balance, balance + 1, balance - 1, 1, 0)]
+    found.append(Placement((caller, "k#1@2", (wallet, 10), invocation), None))
+    limit = subject.max_amount
+    if limit is not None and subject.world:
+        topup = Act(BY_NAME["topup"], wallet=wallet, amount=limit - balance)
+        found += [Placement((caller, key, (wallet, amount), invocation), None, before=(topup,))
+                  for amount in (limit, limit + 1)]
+    return found
+
+
+def takeovers(subject: Any, points: list[tuple[str, int, str]], keys_reused: bool,
+              first: tuple = FIRST) -> list[Placement]:
+    """At each point: the attempt stalls past its lease, something happens, a copy takes over, the world changes
+    back, the caller resends; the first attempt wakes last."""
+    if not (subject.interleaves and subject.waits):
+        return []
+    requests, drawn = _requests(subject, keys_reused, first), {e.name for e in drawn_by(subject)}
+    copy, stall = Act(BY_NAME["copy"], request=requests["copy"]), Act(BY_NAME["lease after"])
+    plans: list[tuple[Act, ...]] = [(stall, copy)]
+    wallet, amount = first[2]
+    short = subject.opening[wallet] - amount + 1
+    if "close" in drawn:
+        plans.append((stall, Act(BY_NAME["close"], wallet=wallet), copy, Act(BY_NAME["reopen"], wallet=wallet), copy))
+    if "elsewhere" in drawn:
+        plans.append((stall, Act(BY_NAME["elsewhere"], wallet=wallet, amount=short), copy,
+                      Act(BY_NAME["topup"], wallet=wallet, amount=short), copy))
+    if "other payload" in requests:
+        plans.append((stall, Act(BY_NAME["other payload"], request=requests["other payload"]), copy))
+    if "ttl sweep" in drawn:
+        plans.append((Act(BY_NAME["ttl sweep"]), copy))
+    return [Placement(first, (at, n), plan) for at, n, _ in points for plan in plans]
+
+
+def singles(subject: Any, points: list[tuple[str, int, str]], keys_reused: bool,
+            first: tuple = FIRST) -> list[Placement]:
+    """Each event the subject draws, alone, at each point where it can happen."""
+    requests = _requests(subject, keys_reused, first)
+    found = []
+    for at, n, where in points:
+        for event in drawn_by(subject):
+            if event.name in ("reopen",) or (event.family == "request" and event.name not in requests):
+                continue
+            if at == STEP and not subject.crashes or not _fits(event, at, where):
+                continue
+            found.append(Placement(first, (at, n), (_act(event, requests, subject, first),)))
+    return found
+
+
+def _run(machine: type, placement: Placement) -> Violation | None:
+    history = machine()
+    try:
+        for act in placement.before:
+            APPLY[act.event.family](history, act, "", {})
+        history.send(placement.request, None, None, placement)
+        history.teardown()
+    except Violation as violation:
+        return violation
+    return None
+
+
+def explore(machine: type, subject: Any, keys_reused: bool = True, limit: int | None = None) -> Violation | None:
+    """Send the exhaustive phase's histories (at most `limit`; None: all) through `machine` (the checker's
+    History); the first property broken, or None."""
+    dry = Placement(FIRST, None)
+    found = _run(machine, dry)
+    if found is not None:
+        return found
+    points = [p for p in dry.points if p[0] != PROVIDER or subject.provider is not None]
+    if not subject.between_calls:
+        points = [p for p in points if p[0] != "call"]
+    planned = [*edges(subject), *takeovers(subject, points, keys_reused), *singles(subject, points, keys_reused)]
+    for placement in planned[:limit]:
+        found = _run(machine, placement)
+        if found is not None:
+            return found
+    return None
+
+
+def count(subject: Any, points: list[tuple[str, int, str]], keys_reused: bool = True) -> int:
+    """How many histories the exhaustive phase sends for `subject` with these points (the dry run included)."""
+    return 1 + len(edges(subject)) + len(takeovers(subject, points, keys_reused)) + \
+        len(singles(subject, points, keys_reused))
