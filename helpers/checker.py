@@ -154,7 +154,8 @@ class Verdict:
         for n, step in enumerate(self.history, 1):
             lines += textwrap.wrap(f"{n}. {step['said']}", 100, initial_indent="  ", subsequent_indent="       ")
             if step.get("when"):
-                lines.append(f"       ({step['when']})")
+                lines += textwrap.wrap(f"({step['when']})", 100, initial_indent="       ",
+                                       subsequent_indent="        ")
         return "\n".join(lines)
 
     # --- issue 23: drawing a counterexample (Verdict.draw) ------------------------------------------------------
@@ -360,12 +361,16 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
 
         def call(self, request: tuple, hook: Callable[[str], None], op: Operation | None = None) -> Any:
             caller, key, (wallet, amount), invocation = request
-            (op or self.operation(request)).payloads.add((wallet, amount))   # sent: the key has seen this payload
+            op = op or self.operation(request)
+            op.payloads.add((wallet, amount))   # sent: the key has seen this payload
+            op.in_flight += 1
             try:
                 answer = subject.call(f"r{self.tag}-{self.epoch}-{key}", {"wallet": wallet, "amount": amount},
                                       invocation, hook, caller)
             except (Exception, Crash) as error:  # noqa: B902 - a crash is what the checker injects
                 answer = error
+            finally:
+                op.in_flight -= 1
             if self.broken:          # a request sent meanwhile (at a hook) broke a property: the handler's
                 raise self.violation  # own `except` may have caught the Violation on its way out
             return answer
@@ -856,8 +861,9 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
     the histories and the quiescence are as they always were.
 
     Before the random histories, an exhaustive phase (`helpers.explorer`) places each event of the catalogue
-    (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges: for a 06-shaped
-    handler (a `Subject` whose `explores` is true), unless `explore_first=False`, or one request at a time.
+    (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges -- at most
+    `histories` of them, in its order -- for a 06-shaped handler (a `Subject` whose `explores` is true), unless
+    `explore_first=False` or one request at a time.
     """
     if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):
         raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")
@@ -882,8 +888,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
                 between.install(client)
         try:
             exploring = explore_first if explore_first is not None else getattr(subject, "explores", False)
-            found = (explore(machine.base, subject, keys_reused) if exploring and not record and not one_at_a_time
-                     else None)
+            found = (explore(machine.base, subject, keys_reused, limit=histories)
+                     if exploring and not record and not one_at_a_time else None)
             if found is not None:
                 return _found(subject, found, False, placed=True)
             run_state_machine_as_test(machine, settings=config)

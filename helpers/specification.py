@@ -14,10 +14,12 @@ again until it gets a final answer), five properties hold:
    key or remember it longer, but an unfinished one must still end once: the checker resends old keys across
    the window's edge, and sends new keys after a whole window.) Per wallet: the money debited, the money
    the provider charged, and the sum of the amounts answered success are equal.
-2. **bound to its payload** -- once a key's work may have begun (an answer other than a refusal that says
-   nothing was written: success, in progress, or none at all), the key never produces an effect for another
-   payload within its retention window: such a request is never answered success (`check_answer` judges it, a
-   failed first attempt included), and one refused with a mismatch (422) names a key that was used before.
+2. **bound to its payload** -- once a key's work has begun, the key never produces an effect for another
+   payload within its retention window. Judged at each answer (`check_answer`): every success answered under one
+   key is for one payload, and a mismatch (422) names a key used before for another. A failed first attempt is
+   not judged by its answer: whether its write landed (a lost answer, a 500) the caller cannot tell, nor the
+   checker. If it landed and another payload then took effect, money was debited that no success answers for,
+   and *once* says so at quiescence.
 3. **truthful** -- success means applied (1 checks it); an answer that says *nothing was written*
    (a mismatch, bad input, a missing wallet) moved no money; a replay is the first answer, byte for
    byte -- for an HTTP answer, its status, its body and the headers the contract names (`CONTRACT_HEADERS`:
@@ -141,7 +143,7 @@ class Operation:
     moved: int = 0                       # money its answers saw move (debited), all copies together
     refusals: dict[tuple[str, int], Any] = field(default_factory=dict)   # payload -> its first refusal (a design
                                          # that saves refusals replays it, though the world has changed since)
-    begun: set[tuple[str, int]] = field(default_factory=set)   # payloads whose work may have begun (bound)
+    in_flight: int = 0                   # attempts sent and not yet answered (their money may be taken already)
 
 
 # --- the reference model: which answers a request may get --------------------------------------------------------
@@ -185,7 +187,7 @@ class Model:
             found.add(CLOSED)
         if self.wallets_of is not None and wallet not in self.wallets_of.get(op.caller, set()):
             found.add(NOT_THEIRS)
-        spent = sum(o.first[1] for o in ops if (o.successes or o.pending) and o.first[0] == wallet)
+        spent = sum(o.first[1] for o in ops if (o.successes or o.pending or o.in_flight) and o.first[0] == wallet)
         if self.opening.get(wallet, 0) - self.elsewhere.get(wallet, 0) - spent < amount:
             found.add(TOO_LITTLE)      # the money answered or possibly taken leaves too little
         return found
@@ -233,7 +235,6 @@ def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Ma
         op.refusals.setdefault(payload, answer)
     op.payloads.add(payload)
     if kind != SUCCESS:
-        (op.begun.discard if kind in NOTHING_WRITTEN and not op.successes else op.begun.add)(payload)
         return
     for earlier_payload, earlier in op.successes:
         if earlier_payload != payload:
@@ -242,10 +243,6 @@ def check_answer(op: Operation, payload: tuple[str, int], answer: Any, moved: Ma
         if not same_answer(earlier, answer):
             raise Violation(TRUTHFUL, f"a replay of key {op.key!r} differs from its first answer: "
                                       f"{_differs(earlier, answer)}")
-    for other in sorted(op.begun - {payload}):
-        raise Violation(BOUND, f"key {op.key!r} was used for {_pay(other)}, whose work may have begun (it was "
-                               f"not refused), and then answered success for {_pay(payload)}")
-    op.begun.add(payload)
     op.successes.append((payload, answer))
 
 
