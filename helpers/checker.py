@@ -538,9 +538,11 @@ def _machine(subject: Subject, keys_reused: bool, one_at_a_time: bool = False,
             if getattr(self, "skip", False):
                 return
             was_closed = wallet in model.closed
-            if (what == "close") == was_closed or (what in ("elsewhere", "topup") and was_closed):
-                return                                       # nothing to change
-            subject.change(what, wallet, amount)
+            if (what == "close" and was_closed or what == "reopen" and not was_closed
+                    or what in ("elsewhere", "topup") and was_closed):
+                return                                       # nothing to change (before issue 44, "elsewhere"
+                                                             # never changed anything: this test always held)
+            amount = subject.change(what, wallet, amount)
             if what == "close":
                 model.closed[wallet] = subject.clock.now()
             elif what == "reopen":

@@ -28,7 +28,7 @@ from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, E
 from .faults import LostResponses
 from .fidelity.faithful_moto import answered_by
 from .services.payment_provider import PaymentProvider
-from .specification import SUCCESS, UNKNOWN, classify, in_words
+from .specification import CONTRACT_HEADERS, REPLAY_MARKS, SUCCESS, UNKNOWN, classify, in_words
 from .tables import as_dynamodb_json, as_python
 from .tables import open_wallet as _open_wallet
 from .tables import read_balance as _read_balance
@@ -136,20 +136,23 @@ class Subject:
 
     # --- the world changing mid-history (a wallet closed, reopened, paid from by someone else) -----------------
 
-    def change(self, what: str, wallet: str, amount: int = 5) -> None:
+    def change(self, what: str, wallet: str, amount: int = 5) -> int:
         """Change the world around the handler: `close` the wallet (its item deleted, its balance kept aside),
         `reopen` it with that balance, pay `amount` from it `elsewhere` (a write the handler did not make), or
-        `topup` it with `amount`."""
+        `topup` it with `amount`. Returns the amount moved (someone else pays at most what the wallet holds)."""
         if what == "close" and wallet not in self.closed:
             self.closed[wallet] = self.balances()[wallet]
             self.wallets.delete_item(Key={"pk": wallet})
         elif what == "reopen" and wallet in self.closed:
             self.reopen(wallet, self.closed.pop(wallet))
         elif what in ("elsewhere", "topup") and wallet not in self.closed:
-            paid = amount if what == "elsewhere" else -amount
+            # someone else's payment is guarded too: it takes at most what the wallet holds
+            paid = min(amount, max(self.balances()[wallet], 0)) if what == "elsewhere" else -amount
             self.wallets.update_item(Key=self.wallet_key_of(wallet), UpdateExpression="SET balance = balance - :paid",
                                      ExpressionAttributeValues={":paid": paid})
             self.elsewhere[wallet] += paid
+            return abs(paid)
+        return amount
 
     def wallet_key_of(self, wallet: str) -> dict[str, Any]:
         return {"pk": wallet}
@@ -368,7 +371,8 @@ class HttpSubject(Subject):
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
         response = self.ns["send"](self.CALLERS[caller], '"{key}"', payload, key=key)
-        return {"status": response.status_code, "body": response.text}
+        headers = {name: response.headers[name] for name in (*CONTRACT_HEADERS, *REPLAY_MARKS) if name in response.headers}
+        return {"status": response.status_code, "body": response.text, "headers": headers}
 
 
 class OutboxSubject(Subject):

@@ -23,8 +23,16 @@ class LeaseLost(Exception):
     """Our lease was taken over: this attempt moves no money and calls no provider from now on."""
 
 
-def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = False) -> Callable[..., Any]:
-    """A 06-shaped `pay` over `nb` (06's namespace): its records, wallets, provider and helpers."""
+def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = False, guard: str = "balance >= :a",
+             read_guard: bool = False, ttl_at_claim: bool = False, frees_on_error: bool = False,
+             compensates: bool = False, mark_replays: bool = False) -> Callable[..., Any]:
+    """A 06-shaped `pay` over `nb` (06's namespace before issue 43: its records, wallets, provider and helpers).
+
+    Each option is a mistake (tests/wrong_handlers.py), but `mark_replays` (a replay carries
+    `Idempotent-Replayed: true`, as 09 and Stripe mark theirs): `unfenced` debit; `frees_key` on a refusal;
+    `guard`, the wallet's condition; `read_guard`, the balance read first and the write unconditioned;
+    `ttl_at_claim`, an unfinished record with a TTL attribute; `frees_on_error`, the record deleted after an error;
+    `compensates`, a provider error answered by refunding the debit and freeing the key."""
 
     def resends(call: Callable[[], Any]) -> Any:
         return nb["with_resends"](call)
@@ -33,6 +41,8 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
         t, t_ms = nb["now"](), nb["now_ms"]()
         item = {"pk": key, "status": "IN_PROGRESS", "lease_token": token, "started_at": t,
                 "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "payload_fingerprint": nb["fingerprint"](payload)}
+        if ttl_at_claim:
+            item["expires_at"] = t + nb["RETENTION_SECONDS"]
         try:
             resends(lambda: nb["records"].put_item(
                 Item=item, ConditionExpression="attribute_not_exists(pk) OR (expires_at < :now AND #status = :done)",
@@ -57,10 +67,18 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
             "ExpressionAttributeNames": {"#status": "status"},
             "ExpressionAttributeValues": {":yes": True, ":ip": "IN_PROGRESS", ":mine": token},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+        if read_guard:
+            found = nb["wallets"].get_item(Key={"pk": wallet_id}, ConsistentRead=True).get("Item")
+            if found is None:
+                raise WalletNotFound(wallet_id)
+            if found["balance"] < amount:
+                raise InsufficientFunds(wallet_id, amount, int(found["balance"]))
         wallet = {"Update": {
-            "TableName": nb["wallets"].name, "Key": {"pk": wallet_id}, "ConditionExpression": "balance >= :a",
+            "TableName": nb["wallets"].name, "Key": {"pk": wallet_id},
+            "ConditionExpression": "attribute_exists(balance)" if read_guard else guard,
             "UpdateExpression": "SET balance = balance - :a", "ExpressionAttributeValues": {":a": amount},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+
         if unfenced:
             record = nb["records"].get_item(Key={"pk": key}, ConsistentRead=True).get("Item", {})
             if record.get("debited"):
@@ -100,9 +118,21 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
                 raise
             raise LeaseLost(key) from None
 
+    def answer_from(record: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+        answer = nb["answer_from"](record, payload)
+        if mark_replays and record["status"] == "COMPLETED" and answer["status"] != 422:
+            return {**answer, "headers": {"Idempotent-Replayed": "true"}}
+        return answer
+
     def from_record(key: str, payload: dict[str, Any]) -> dict[str, Any]:
         record = read_item(nb["records"], {"pk": key})
-        return nb["IN_PROGRESS"] if record is None else nb["answer_from"](record, payload)
+        return nb["IN_PROGRESS"] if record is None else answer_from(record, payload)
+
+    def compensate(key: str, token: str, payload: dict[str, Any]) -> dict[str, Any]:
+        nb["wallets"].update_item(Key={"pk": payload["wallet"]}, UpdateExpression="SET balance = balance + :a",
+                                  ExpressionAttributeValues={":a": payload["amount"]})
+        resends(lambda: nb["records"].delete_item(Key={"pk": key}))
+        return {"status": 502, "body": json.dumps({"error": "the provider failed; nothing was charged"})}
 
     def refused(key: str, token: str, payload: dict[str, Any], refusal: Exception) -> dict[str, Any]:
         status = 404 if isinstance(refusal, WalletNotFound) else 402
@@ -119,7 +149,7 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
         token = nb["new_lease_token"](invocation)
         record = claim(key, payload, token)
         if record["lease_token"] != token:
-            return nb["answer_from"](record, payload)
+            return answer_from(record, payload)
         hook("claimed")
         started = int(record["started_at"])
         try:
@@ -132,7 +162,13 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
             payment = f"{key}@{started}"
             late = nb["now"]() - started >= nb["PROVIDER_WINDOW"] - nb["MARGIN"]
             provider = nb["provider"]
-            charge = (late and provider.find(payment)) or provider.charge(payload["wallet"], payload["amount"], payment)
+            try:
+                charge = (late and provider.find(payment)) or provider.charge(payload["wallet"], payload["amount"],
+                                                                              payment)
+            except Exception:
+                if compensates:
+                    return compensate(key, token, payload)
+                raise
             hook("charged")
             response = {"status": 201, "body": json.dumps({"charge": charge.charge_id, "amount": payload["amount"],
                                                           "served_by": invocation})}
@@ -140,7 +176,10 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
         except LeaseLost:
             return from_record(key, payload)
         except Exception:
-            nb["end_lease"](key, token)
+            if frees_on_error:
+                resends(lambda: nb["records"].delete_item(Key={"pk": key}))
+            else:
+                nb["end_lease"](key, token)
             raise
         return response if completed else from_record(key, payload)
 
