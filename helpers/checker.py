@@ -102,6 +102,7 @@ RESENDS_AT_QUIESCENCE = 4
 # sent on across it (every clock's edge); past a whole window, after which the keys sent are new ones.
 SPANS, EDGE_SECONDS, SLOW_SECONDS = ["lease", "retention edge", "retention"], 5.0, 10.0
 POINTS = 4          # an attempt's first hook steps, and its first DynamoDB requests, where another request may run
+EXPLORE_ALL = 100   # from this budget on (the reader's default), the exhaustive phase sends every placement
 SEED = 5            # the histories a check sends, unless `seed_search` (issue 23: see check_handler)
 _TAGS = itertools.count(1)   # each history's keys are new to the table, across checks sharing one table
 
@@ -863,8 +864,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
     the histories and the quiescence are as they always were.
 
     Before the random histories, an exhaustive phase (`helpers.explorer`) places each event of the catalogue
-    (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges -- at most
-    `histories` of them, in its order -- for a 06-shaped handler (a `Subject` whose `explores` is true), unless
+    (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges -- all of them
+    from `histories=100` on, the first `histories` below that -- for a 06-shaped handler (a `Subject` whose `explores` is true), unless
     `explore_first=False` or one request at a time.
     """
     if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):
@@ -890,7 +891,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
                 between.install(client)
         try:
             exploring = explore_first if explore_first is not None else getattr(subject, "explores", False)
-            found = (explore(machine.base, subject, keys_reused, limit=histories)
+            limit = None if histories >= EXPLORE_ALL else histories     # a small budget: the first placements
+            found = (explore(machine.base, subject, keys_reused, limit=limit)
                      if exploring and not record and not one_at_a_time else None)
             if found is not None:
                 return _found(subject, found, False, placed=True)

@@ -188,7 +188,7 @@ def edges(subject: Any, first: tuple = FIRST) -> list[Placement]:
     found.append(Placement((caller, "k#1@2", (wallet, 10), invocation), None))
     limit = subject.max_amount
     if limit is not None and subject.world:
-        topup = Act(BY_NAME["topup"], wallet=wallet, amount=limit - balance)
+        topup = Act(BY_NAME["topup"], wallet=wallet, amount=limit + 1 - balance)    # it can pay either
         found += [Placement((caller, key, (wallet, amount), invocation), None, before=(topup,))
                   for amount in (limit, limit + 1)]
     return found

@@ -324,7 +324,9 @@ def same_answer(first: Any, replay: Any) -> bool:
 
 
 def _contract_headers(answer: Mapping[str, Any]) -> dict[str, str]:
-    headers = {str(k).lower(): v for k, v in (answer.get("headers") or {}).items()}
+    given = answer.get("headers") or {}
+    pairs = given.items() if isinstance(given, Mapping) else given          # a mapping, or (name, value) pairs
+    headers = {str(k).lower(): v for k, v in pairs}
     return {k: headers.get(k) for k in CONTRACT_HEADERS}
 
 

@@ -19,20 +19,24 @@ from botocore.exceptions import ClientError
 from helpers import InsufficientFunds, WalletNotFound, read_item
 
 
+GRACE_SECONDS = 60          # the recovery worker leaves a payment alone until its lease ended this long ago
+
+
 class LeaseLost(Exception):
     """Our lease was taken over: this attempt moves no money and calls no provider from now on."""
 
 
 def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = False, guard: str = "balance >= :a",
              read_guard: bool = False, ttl_at_claim: bool = False, frees_on_error: bool = False,
-             compensates: bool = False, mark_replays: bool = False) -> Callable[..., Any]:
+             compensates: bool = False, mark_replays: bool = False, refunds: bool = False) -> Callable[..., Any]:
     """A 06-shaped `pay` over `nb` (06's namespace before issue 43: its records, wallets, provider and helpers).
 
     Each option is a mistake (tests/wrong_handlers.py), but `mark_replays` (a replay carries
     `Idempotent-Replayed: true`, as 09 and Stripe mark theirs): `unfenced` debit; `frees_key` on a refusal;
     `guard`, the wallet's condition; `read_guard`, the balance read first and the write unconditioned;
     `ttl_at_claim`, an unfinished record with a TTL attribute; `frees_on_error`, the record deleted after an error;
-    `compensates`, a provider error answered by refunding the debit and freeing the key."""
+    `compensates`, a provider error answered by refunding the debit and freeing the key; `refunds`, a recovery
+    worker (`pay.recover_unfinished`) that gives the debit back instead of finishing the payment."""
 
     def resends(call: Callable[[], Any]) -> Any:
         return nb["with_resends"](call)
@@ -40,7 +44,8 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
     def claim(key: str, payload: dict[str, Any], token: str) -> dict[str, Any]:
         t, t_ms = nb["now"](), nb["now_ms"]()
         item = {"pk": key, "status": "IN_PROGRESS", "lease_token": token, "started_at": t,
-                "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "payload_fingerprint": nb["fingerprint"](payload)}
+                "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "payload_fingerprint": nb["fingerprint"](payload),
+                "wallet": payload["wallet"], "amount": payload["amount"]}       # for the recovery worker
         if ttl_at_claim:
             item["expires_at"] = t + nb["RETENTION_SECONDS"]
         try:
@@ -143,15 +148,9 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
             return response
         return response if nb["complete"](key, token, response) else from_record(key, payload)
 
-    def pay(key, payload, invocation, hook=lambda step: None, caller=nb["CALLER"]):
-        key = nb["check_request"](key, payload, invocation, caller)
-        payload = {"wallet": payload["wallet"], "amount": int(payload["amount"])}
-        token = nb["new_lease_token"](invocation)
-        record = claim(key, payload, token)
-        if record["lease_token"] != token:
-            return answer_from(record, payload)
-        hook("claimed")
-        started = int(record["started_at"])
+    def work(key: str, token: str, payload: dict[str, Any], invocation: str, started: int,
+             hook: Callable[[str], None]) -> dict[str, Any]:
+        """Debit (once per payment), charge (once per payment), complete; fenced on our lease throughout."""
         try:
             try:
                 debit(key, token, payload["wallet"], payload["amount"])
@@ -183,4 +182,43 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
             raise
         return response if completed else from_record(key, payload)
 
+    def pay(key, payload, invocation, hook=lambda step: None, caller=nb["CALLER"]):
+        key = nb["check_request"](key, payload, invocation, caller)
+        payload = {"wallet": payload["wallet"], "amount": int(payload["amount"])}
+        token = nb["new_lease_token"](invocation)
+        record = claim(key, payload, token)
+        if record["lease_token"] != token:
+            return answer_from(record, payload)
+        hook("claimed")
+        return work(key, token, payload, invocation, int(record["started_at"]), hook)
+
+    def recover_unfinished(grace_seconds: float = GRACE_SECONDS) -> dict[str, str]:
+        """The recovery worker: every payment whose lease ended `grace_seconds` ago, finished forward under a lease
+        of its own -- or, with `refunds`, its debit given back (the mistake: an attempt may have charged)."""
+        cutoff = nb["now_ms"]() - grace_seconds * 1000
+        found = nb["records"].scan(ConsistentRead=True)["Items"]
+        done = {}
+        for record in found:
+            if record["status"] != "IN_PROGRESS" or record["lease_expires_at"] >= cutoff:
+                continue
+            token = nb["new_lease_token"]("recovery")
+            taken = nb["take_over"](record["pk"], record, token)
+            if taken["lease_token"] != token:
+                continue
+            payload = {"wallet": record["wallet"], "amount": int(record["amount"])}
+            if refunds:
+                if record.get("debited"):
+                    nb["wallets"].update_item(Key={"pk": payload["wallet"]}, UpdateExpression="SET balance = balance + :a",
+                                              ExpressionAttributeValues={":a": payload["amount"]})
+                nb["complete"](record["pk"], token, {"status": 502, "body": json.dumps({"error": "refunded"})})
+                done[record["pk"]] = "refunded"
+                continue
+            try:
+                done[record["pk"]] = str(work(record["pk"], token, payload, "recovery", int(record["started_at"]),
+                                              lambda step: None)["status"])
+            except Exception as error:  # noqa: BLE001 - left for the next run
+                done[record["pk"]] = type(error).__name__
+        return done
+
+    pay.recover_unfinished = recover_unfinished
     return pay

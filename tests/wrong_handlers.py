@@ -357,9 +357,9 @@ SAVED_RESPONSE = [
           lambda: _06("06 claim read, then put", claim=_claim_read_then_put)),
     Wrong("06 same_debit ignoring the amount", SAVED, "The debit marker in the way counts as this debit when its "
           "wallet matches, whatever its amount.",
-          lambda: _06("06 same_debit ignoring the amount", same_debit=_same_debit_wallet_only),
-          lacks="none reachable: the claim's fingerprint already refuses another payload under the key before the "
-                "marker is read, so no history can tell this marker check from 06's"),
+          lambda: _06("06 same_debit ignoring the amount", same_debit=_same_debit_wallet_only)),
+          # refused since issue 44 through 06's own issue-43 history (before it, no history could tell this marker
+          # check from 06's); it goes with same_debit when 06 changes
     Wrong("06 every cancellation already debited", SAVED, "Any cancelled debit transaction -- a conflict, "
           "throttling -- is read as 'already debited', so a debit that never happened is answered paid.",
           lambda: _06("06 every cancellation already debited", debit_once=_debit_once_every_cancellation),
@@ -853,11 +853,16 @@ def _before_43(name: str, **swaps: Callable[[dict[str, Any]], Any]) -> Iterator[
 def _fenced(name: str, swaps: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
             **options: Any) -> Iterator[tuple[Any, dict[str, Any]]]:
     """The sketch of issue 43's design (tests/fenced_06.py) with `options`, and 06's functions in `swaps` replaced."""
-    from fenced_06 import make_pay
+    from fenced_06 import GRACE_SECONDS, make_pay
 
     nb = namespace_before_43()
-    with swapped(nb, **{function: make(nb) for function, make in (swaps or {}).items()}):
-        yield InNamespace(make_pay(nb, **options), nb, name), {"name": name}
+    pay = make_pay(nb, **options)
+    nb.update(recover_unfinished=pay.recover_unfinished, RECOVERY_GRACE_SECONDS=GRACE_SECONDS)
+    try:
+        with swapped(nb, **{function: make(nb) for function, make in (swaps or {}).items()}):
+            yield InNamespace(pay, nb, name), {"name": name}
+    finally:
+        del nb["recover_unfinished"], nb["RECOVERY_GRACE_SECONDS"]
 
 
 def _check_request_with(refuse: Callable[[dict[str, Any], str, dict[str, Any]], bool], limit: bool = True):
@@ -901,6 +906,12 @@ EXPLORED = [
     Wrong("06 unfinished record with a TTL", SAVED, "The record carries its TTL from the claim: TTL deletes an "
           "unfinished payment's record, and a resend pays again.",
           lambda: _fenced("06 unfinished record with a TTL", ttl_at_claim=True)),
+    Wrong("06 recovery worker refunding", SAVED, "The recovery worker gives a stalled payment's debit back instead "
+          "of finishing it, while the stalled attempt may already have charged.",
+          lambda: _fenced("06 recovery worker refunding", refunds=True)),
+    Wrong("06 refuses the least amount", SAVED, "An off-by-one minimum: an amount of 1 is refused as bad input.",
+          lambda: _fenced("06 refuses the least amount", {"check_request": _check_request_with(
+              lambda nb, key, payload: payload.get("amount") == 1)})),
     Wrong("06 compensating on a provider error", SAVED, "A provider error is answered by refunding the debit and "
           "freeing the key, but the provider may have charged before its answer was lost.",
           lambda: _fenced("06 compensating on a provider error", compensates=True)),
