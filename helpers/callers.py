@@ -10,8 +10,8 @@ callers' retry loops are in the notebook):
 - `Capacity(clock, per_interval, interval)`: a table that takes `per_interval` writes in each `interval` seconds
   of virtual time (windows counted from when it is made) and answers the rest as DynamoDB answers a request over
   its throughput, `ProvisionedThroughputExceededException` by default (`kind=THROTTLING`: `ThrottlingException`).
-  A throttled write reaches nothing and costs the table nothing, as DynamoDB's throttling does not consume
-  capacity. The decision is the layer's, so both backends throttle the same requests.
+  A throttled write never reaches the table. The decision is the layer's, so both backends throttle the same
+  requests.
 - `Backlog(clock, per_second, timeout, paused=(start, end))`: a server in front of the table with a queue: it
   serves `per_second` writes a second in the order they come, and none while `paused` (a stall: a restart, a
   long pause, a partition moving). A write whose turn comes within `timeout` is answered (at once: latency
@@ -96,7 +96,7 @@ class Capacity(ErrorResponses):
         """None (the table answers) while this interval has room, else `kind`."""
         with self._lock:
             self.sent += 1
-            window = math.floor(round((self.clock.now() - self.origin) / self.interval, 6))
+            window = math.floor(round((self.clock.now() - self.origin) / self.interval, 4))   # the clock's float error
             if window != self.window:
                 self.window, self.taken = window, 0
             if self.taken < self.per_interval:
@@ -140,7 +140,7 @@ class Backlog(Layer):
         if self.paused is not None and self.paused[0] <= begins < self.paused[1]:
             begins = self.paused[1]                 # nothing is served during the pause
         self.free_at = begins + 1 / self.per_second
-        if round(self.free_at - now, 9) <= self.timeout:
+        if round(self.free_at - now, 4) <= self.timeout:        # the clock's float error, rounded off
             return True
         self.late += 1
         return False
