@@ -73,7 +73,8 @@ def load_over_time(frame: pd.DataFrame, *, title: str, ylabel: str, shaded: tupl
         ax.bar(frame.index, frame[column], width=width, align="edge", color="tab:blue")
         ax.set_title(column, fontsize=10, loc="left")
         ax.set_ylabel(ylabel, fontsize=9)
-    axes[0].legend(frameon=False, loc="upper right")
+    if shaded is not None:
+        axes[0].legend(frameon=False, loc="upper right")
     axes[-1].set_xlabel(xlabel)
     fig.suptitle(title)
     fig.tight_layout()
