@@ -42,10 +42,9 @@ from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
-
-from .clock import VirtualClock
 from botocore.exceptions import ReadTimeoutError
 
+from .clock import VirtualClock
 from .dynamodb_errors import ERROR_500_NOT_APPLIED, THROTTLED, ErrorResponses
 from .validation import BadInput
 from .wire import LOST_RESPONSE, WRITES, Call, Layer, Result

@@ -4,10 +4,9 @@ side by side on the virtual clock, load per bucket."""
 from __future__ import annotations
 
 import pytest
-
-from helpers import BadInput, VirtualClock, open_wallet, read_balance
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from helpers import BadInput, VirtualClock, open_wallet, read_balance
 from helpers.callers import Backlog, Capacity, Outage, load, run_together
 from helpers.dynamodb_errors import THROTTLING
 from helpers.wire import watch_answers
