@@ -18,7 +18,7 @@ caller against the table and counts what reaches it:
    same; at most `max_attempts` attempts each;
 7. a hundred orders through one budget (the lesson's `RetryBudget`: 10% of the requests, 5 in reserve) while
    every write fails: every order sent, and no more requests than the budget allows;
-8. two hundred orders through one budget, one after the other, with every tenth answer lost: a caller that earns
+8. a hundred orders through one budget, one after the other, with every tenth answer lost: a caller that earns
    its budget (`budget.new_request()` once per order) never gives up; one that never earns it runs dry after its
    reserve.
 
@@ -48,7 +48,7 @@ Pay = Callable[..., Any]
 
 WALLET, AMOUNT, START = "exercise-12", 10, 1000
 TABLE = "exercise-12"
-CALLERS, ORDERS, EARNING = 20, 100, 200
+CALLERS, ORDERS, EARNING = 20, 100, 100
 FINAL = ("applied", "already applied")
 
 
