@@ -146,3 +146,9 @@ def my_pay(send, order, saved, budget, rng):
         if attempt + 1 == MAX_ATTEMPTS or not budget.may_retry():
             return "gave up"'''),
 }
+
+# What the NOT YET must say to the two clients issue 47 found passing (tests/test_learners.py checks the words).
+SAYS = {
+    "one key saved for every order": "two orders from one phone",
+    "never calls budget.new_request()": "with every tenth answer lost: your client gave up",
+}
