@@ -17,7 +17,7 @@ their own folders:
     events           EventLog: rows of what happened, as a DataFrame
     swimlanes        Timeline and swimlanes(): who saw what, and when
     concurrency      race(): many threads, one instant
-    callers          12's callers on the virtual clock: Outage (500s by time), run_together(), load()
+    callers          12's callers on the virtual clock: Outage, Capacity (throttling), Backlog, run_together(), load()
     meter            CallCounter and CapacityMeter: round trips, writes and reported capacity (wire watchers)
     http_server      serve(): an ASGI app on uvicorn, 127.0.0.1, a free port, from the kernel
     http_faults      LostHttpResponses: the server commits, the HTTP client times out

@@ -60,19 +60,21 @@ def bars(series: pd.Series, *, title: str, xlabel: str, ylabel: str) -> None:
 
 
 def load_over_time(frame: pd.DataFrame, *, title: str, ylabel: str, shaded: tuple[float, float] | None = None,
-                   xlabel: str = "virtual time (s)") -> None:
+                   xlabel: str = "virtual time (s)", shaded_label: str = "outage") -> None:
     """Notebook 12's load charts: one panel per column of `frame` (requests per bucket of time, the index the
-    bucket's start), on one scale, with the outage `shaded` (start, end) in every panel."""
+    bucket's start), on one scale, with the outage `shaded` (start, end) in
+    every panel, labelled `shaded_label`."""
     fig, axes = plt.subplots(len(frame.columns), 1, sharex=True, sharey=True,
                              figsize=(8.0, 1.6 * len(frame.columns) + 0.8))
     width = float(frame.index[1] - frame.index[0]) if len(frame.index) > 1 else 1.0
     for ax, column in zip(axes, frame.columns):
         if shaded is not None:
-            ax.axvspan(*shaded, color="tab:red", alpha=0.12, label="outage")
+            ax.axvspan(*shaded, color="tab:red", alpha=0.12, label=shaded_label)
         ax.bar(frame.index, frame[column], width=width, align="edge", color="tab:blue")
         ax.set_title(column, fontsize=10, loc="left")
         ax.set_ylabel(ylabel, fontsize=9)
-    axes[0].legend(frameon=False, loc="upper right")
+    if shaded is not None:
+        axes[0].legend(frameon=False, loc="upper right")
     axes[-1].set_xlabel(xlabel)
     fig.suptitle(title)
     fig.tight_layout()

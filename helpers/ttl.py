@@ -20,7 +20,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-
 EXPIRED = "attribute_type(#ttl, :number) AND #ttl < :now"      # a Number, and past: what TTL deletes
 
 

@@ -24,6 +24,7 @@ from helpers.concurrency import race
 from helpers.dynamodb_errors import ANSWERS as ALL_ANSWERS
 from helpers.dynamodb_errors import CONFLICT, KINDS, ErrorResponses
 from helpers.meter import CapacityMeter
+from helpers.ttl import sweep
 
 from notebook_code import cells
 
@@ -83,6 +84,20 @@ def test_the_marker_is_written_with_the_debit_and_expires_on_the_backends_clock(
     assert marker["expires_at"] > time.time() + nb["MARKER_LIFETIME"]          # the virtual clock runs ahead
     assert nb["MARKER_LIFETIME"] == sum(nb["HOPS"].values()) >= 14 * nb["DAY"] * 3
     assert nb["debit_ledger"](table, wallet_id, 10, "req-1") == "already applied"
+
+
+def test_ttl_decides_nothing_within_the_lifetime_and_past_it_both_answers_are_allowed(nb, db, name):
+    """Time in items, shown: a TTL sweep at any moment within a marker's lifetime leaves it, so a copy is
+    refused; past the lifetime a copy is refused until the sweep comes, and applied after it (by design)."""
+    table = db.table(name)
+    wallet_id = new_wallet(nb, table, 100)
+    assert nb["debit_ledger"](table, wallet_id, 10, "req-ttl") == "applied"
+    marker, start = {"pk": wallet_id, "sk": "req#req-ttl"}, int(db.clock.now())
+    for moment in (start + 1, start + nb["MARKER_LIFETIME"] - 1, start + nb["MARKER_LIFETIME"]):
+        assert marker not in sweep(table, moment, attribute="expires_at")
+        assert nb["debit_ledger"](table, wallet_id, 10, "req-ttl") == "already applied"
+    assert marker in sweep(table, start + nb["MARKER_LIFETIME"] + 1, attribute="expires_at")
+    assert nb["debit_ledger"](table, wallet_id, 10, "req-ttl") == "applied"            # a new request now
 
 
 def test_a_missing_wallet_cancels_the_whole_transaction(nb, db, name):

@@ -24,9 +24,11 @@ from helpers.dynamodb_errors import (
 from helpers.exercises import check_fenced_completion
 from helpers.fidelity.powertools_clock import POWERTOOLS_MODULES, LambdaContext, use_virtual_time
 from helpers.meter import CallCounter
+from helpers.scenarios import crash_at as crash_at_step
 from helpers.scenarios import scenario
 from helpers.services.payment_provider import PaymentProvider, ProviderKeyReused, ProviderUnavailable, watch_charges
 from helpers.specification import Crash
+from helpers.ttl import sweep
 
 from notebook_code import lesson
 
@@ -136,21 +138,60 @@ def test_ending_our_lease_never_ends_the_one_that_took_it_over_nor_touches_a_com
     assert helpers.read_item(nb["records"], {"pk": key}) == completed
 
 
-def test_a_refused_attempt_whose_lease_was_taken_over_leaves_the_new_owners_record(nb):
-    """The debit refuses (too little money) after a resend took the stalled attempt's lease: the key is freed only
-    if it is still ours (pay's delete is fenced on our token; tools/mutants.py found that condition untested)."""
-    key = fresh_run(nb)
-    scoped, payload = f"{nb['CALLER']}#{key}", {"wallet": nb["WALLET"], "amount": 500}   # the wallet holds 100
+@pytest.mark.parametrize("world", ["too little, then topped up", "closed, then opened again"])
+def test_a_stalled_attempt_after_a_refused_takeover_moves_no_money(nb, world):
+    """Issue 43's history: inv-1 claims and stalls past its lease; inv-2 takes over and is refused (the wallet holds
+    5, or is closed); the world changes (topped up, opened again) and the caller resends (inv-3); inv-1 wakes. The
+    refusal is saved and replayed, so no key is freed, and inv-1's fenced debit moves nothing: debited 0, charged 0,
+    every answer the first refusal, byte for byte."""
+    key, answers = fresh_run(nb), []
+    if world.startswith("closed"):
+        nb["wallets"].delete_item(Key={"pk": nb["WALLET"]})
+    else:
+        helpers.open_wallet(nb["wallets"], nb["WALLET"], 5)
 
-    def stalled_then_taken_over(step):
-        if step == "claimed":
+    def stall(step):
+        if step == "claimed" and not answers:
             nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
-            nb["claim"](scoped, payload, "the-resend")
+            answers.append(nb["pay"](key, nb["PAYLOAD"], "inv-2"))            # takes over, refused
+            helpers.open_wallet(nb["wallets"], nb["WALLET"], 100)              # the world changes
+            answers.append(nb["pay"](key, nb["PAYLOAD"], "inv-3"))            # the caller resends
+    answers.append(nb["pay"](key, nb["PAYLOAD"], "inv-1", hook=stall))       # inv-1 wakes
+    assert answers[0]["status"] == (404 if world.startswith("closed") else 402)
+    assert all(a == answers[0] for a in answers), answers
+    assert (debits(nb), nb["provider"].calls) == (0, 0)
 
-    with pytest.raises((ClientError, helpers.InsufficientFunds)):
-        nb["pay"](key, payload, "inv-1", hook=stalled_then_taken_over)
-    record = helpers.read_item(nb["records"], {"pk": scoped})
-    assert record is not None and record["lease_token"] == "the-resend"
+
+@pytest.mark.parametrize("step", ["claimed", "debited", "charged"])
+def test_a_stalled_attempt_whose_lease_was_taken_moves_no_money_and_calls_no_provider_after_waking(nb, step):
+    """Issue 43: inv-1 stalls at `step` past its lease; inv-2 takes over and finishes. inv-1, woken at any of its
+    hook steps, moves no money and makes no provider call, and answers with inv-2's saved response."""
+    key, woke_to = fresh_run(nb), []
+
+    def stall(at):
+        if at == step and not woke_to:
+            nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+            woke_to.append(nb["pay"](key, nb["PAYLOAD"], "inv-2"))
+            woke_to.append((debits(nb), nb["provider"].calls))
+    late = nb["pay"](key, nb["PAYLOAD"], "inv-1", hook=stall)
+    assert (debits(nb), nb["provider"].calls) == woke_to[1] and debits(nb) == 1   # nothing after waking
+    assert late == woke_to[0] and json.loads(late["body"])["served_by"] == "inv-2"
+
+
+@pytest.mark.parametrize("crash_at", ["claimed", "debited", "charged"])
+def test_a_ttl_sweep_at_any_moment_never_makes_an_abandoned_payment_pay_twice(nb, crash_at):
+    """An attempt crashes at `crash_at` and its caller leaves for a while; DynamoDB's TTL sweeps at moments after
+    every expiry there is (the lease, the retention window, days); then the caller resends. An unfinished record
+    carries no TTL attribute: it is never swept, and the payment ends once."""
+    key = fresh_run(nb)
+    with pytest.raises(Crash):
+        nb["pay"](key, nb["PAYLOAD"], "inv-1", hook=crash_at_step(crash_at))
+    for wait in (nb["LEASE_SECONDS"] + 1, nb["RETENTION_SECONDS"] + 1, 3 * 24 * 3600):
+        nb["db"].clock.advance(wait)
+        sweep(nb["records"], nb["now"](), attribute="expires_at")
+        assert helpers.read_item(nb["records"], {"pk": f"{nb['CALLER']}#{key}"})["status"] == "IN_PROGRESS"
+    assert nb["pay"](key, nb["PAYLOAD"], "inv-2")["status"] == 201
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
 
 
 def test_expired_lease_with_a_different_payload_is_a_mismatch_not_a_takeover(nb):
@@ -161,11 +202,16 @@ def test_expired_lease_with_a_different_payload_is_a_mismatch_not_a_takeover(nb)
     assert debits(nb) == 0
 
 
-def test_missing_wallet_is_an_error_and_charges_nothing(nb):
+def test_missing_wallet_is_a_saved_refusal_and_charges_nothing(nb):
     fresh_run(nb)
-    with pytest.raises(helpers.WalletNotFound):
-        nb["pay"](f"t06-{next(_keys)}", {"wallet": "nobody", "amount": 10}, "inv-1")
-    assert nb["provider"].calls == 0
+    key = f"t06-{next(_keys)}"
+    refused = nb["pay"](key, {"wallet": "nobody", "amount": 10}, "inv-1")
+    assert refused["status"] == 404 and "does not exist" in refused["body"] and nb["provider"].calls == 0
+    helpers.open_wallet(nb["wallets"], "nobody", 100)
+    try:
+        assert nb["pay"](key, {"wallet": "nobody", "amount": 10}, "inv-2") == refused       # replayed, not paid
+    finally:
+        nb["wallets"].delete_item(Key={"pk": "nobody"})
 
 
 # --- DynamoDB's failure answers, injected (issue 10) -------------------------------------------------------
@@ -244,17 +290,18 @@ def test_an_answer_that_never_stops_is_an_error_never_a_success_without_effects(
 @pytest.mark.parametrize("slot", [0, 1])
 def test_a_conflict_in_either_slot_is_never_read_as_already_debited(nb, slot):
     fresh_run(nb)
-    debit_key = f"t06-{next(_keys)}"
+    key = f"shop-a#t06-{next(_keys)}"
+    nb["claim"](key, nb["PAYLOAD"], "ours")
     errors = ErrorResponses(at={n: CONFLICT for n in range(nb["ATTEMPTS"])}, conflict_item=slot).install(nb["wallets"])
     try:
         with pytest.raises(ClientError) as raised:
-            nb["debit_once"](nb["WALLET"], 10, debit_key, 0)
+            nb["debit"](key, "ours", nb["WALLET"], 10)
     finally:
         errors.uninstall()
     reasons = [r["Code"] for r in raised.value.response["CancellationReasons"]]
     assert reasons[slot] == "TransactionConflict" and debits(nb) == 0
-    assert nb["debit_once"](nb["WALLET"], 10, debit_key, 0) is True and debits(nb) == 1   # nothing had been written
-    assert nb["debit_once"](nb["WALLET"], 10, debit_key, 0) is False and debits(nb) == 1  # the marker's own CCF
+    assert nb["debit"](key, "ours", nb["WALLET"], 10) is True and debits(nb) == 1    # nothing had been written
+    assert nb["debit"](key, "ours", nb["WALLET"], 10) is False and debits(nb) == 1   # the record's own CCF
 
 
 def test_one_conflict_is_resent_and_charges_once(nb):
@@ -438,12 +485,19 @@ def test_key_reused_with_another_payload_after_a_partial_failure_is_refused(nb, 
     assert nb["pay"](key, retry, "inv-4") == nb["MISMATCH"]
 
 
-def test_a_marker_under_the_key_for_another_debit_is_not_already_debited(nb):
-    key = fresh_run(nb)
-    assert nb["debit_once"]("alice", 10, f"shop-a#{key}", 0) is True
-    with pytest.raises(nb["KeyReused"], match="already debited 10"):
-        nb["debit_once"]("alice", 99, f"shop-a#{key}", 0)
-    assert nb["debit_once"]("alice", 10, f"shop-a#{key}", 0) is False and debits(nb) == 1
+def test_a_debit_under_a_lease_that_was_taken_moves_nothing(nb):
+    """Only the record's own failed condition under our lease is 'already debited'; under another lease it is
+    LeaseLost, before and after the new owner debited, and nothing moves."""
+    key = f"shop-a#{fresh_run(nb)}"
+    nb["claim"](key, nb["PAYLOAD"], "first")
+    nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+    assert nb["claim"](key, nb["PAYLOAD"], "second")["lease_token"] == "second"        # taken over
+    with pytest.raises(nb["LeaseLost"]):
+        nb["debit"](key, "first", "alice", 10)
+    assert nb["debit"](key, "second", "alice", 10) is True
+    with pytest.raises(nb["LeaseLost"]):
+        nb["debit"](key, "first", "alice", 10)
+    assert nb["debit"](key, "second", "alice", 10) is False and debits(nb) == 1
 
 
 def test_two_attempts_with_one_invocation_id_in_one_millisecond_do_not_share_the_lease(nb):
@@ -541,17 +595,24 @@ def test_a_payment_that_went_through_is_replayed_after_its_wallet_closed(nb):
     nb["wallets"].delete_item(Key={"pk": nb["WALLET"]})
     try:
         assert nb["pay"](key, nb["PAYLOAD"], "inv-2") == first
-        with pytest.raises(helpers.WalletNotFound):
-            nb["pay"](f"{key}-new", nb["PAYLOAD"], "inv-3")            # a new key: refused, its claim freed
-        assert helpers.read_item(nb["records"], {"pk": f"{nb['CALLER']}#{key}-new"}) is None
+        assert nb["pay"](f"{key}-new", nb["PAYLOAD"], "inv-3")["status"] == 404      # a new key: refused, saved
+        assert helpers.read_item(nb["records"], {"pk": f"{nb['CALLER']}#{key}-new"})["status"] == "COMPLETED"
     finally:
         helpers.open_wallet(nb["wallets"], nb["WALLET"], 100)
 
 
-@pytest.mark.parametrize("amount, error", [(101, helpers.InsufficientFunds), (10**37, helpers.BadInput),
-                                           (99_999_999 + 1, helpers.BadInput)],
-                         ids=["overdraft", "1e37", "max+1"])
-def test_an_overdraft_and_an_amount_over_the_limit_are_named_refusals_with_nothing_written(nb, amount, error):
+def test_an_overdraft_is_a_saved_refusal_moving_nothing_and_the_key_stays_bound(nb):
+    key = fresh_run(nb)
+    refused = nb["pay"](key, {"wallet": nb["WALLET"], "amount": 101}, "inv-1")
+    assert refused["status"] == 402 and "holds 100, less than 101" in refused["body"]
+    assert debits(nb) == 0 and nb["provider"].charges == 0
+    assert nb["pay"](key, {"wallet": nb["WALLET"], "amount": 101}, "inv-2") == refused      # replayed
+    assert nb["pay"](key, nb["PAYLOAD"], "inv-3") == nb["MISMATCH"]                          # bound to its payload
+
+
+@pytest.mark.parametrize("amount, error", [(10**37, helpers.BadInput), (99_999_999 + 1, helpers.BadInput)],
+                         ids=["1e37", "max+1"])
+def test_an_amount_over_the_limit_is_bad_input_with_nothing_written(nb, amount, error):
     key = fresh_run(nb)
     with pytest.raises(error):
         nb["pay"](key, {"wallet": nb["WALLET"], "amount": amount}, "inv-1")

@@ -14,6 +14,7 @@ import pytest
 import helpers
 from helpers.services.payment_provider import PaymentProvider, ProviderUnavailable
 from helpers.specification import Crash
+from helpers.ttl import sweep
 
 from notebook_code import NOTEBOOKS, lesson
 
@@ -27,17 +28,17 @@ def nb():
 
 
 def test_06s_handler_is_loaded_from_06s_cells_not_copied(nb):
-    for name in ("pay", "claim", "debit_once", "complete", "end_lease", "do_work", "check_request"):
+    for name in ("pay", "claim", "debit", "set_lease", "complete", "end_lease", "do_work", "check_request"):
         assert nb[name].__code__.co_filename == f"{NB06}[lesson]", name
     sources = "\n".join(c.source for c in nbformat.read(NOTEBOOKS / NB11, as_version=4).cells if c.cell_type == "code")
-    for name in ("pay", "claim", "debit_once", "complete", "end_lease", "do_work"):
+    for name in ("pay", "claim", "debit", "set_lease", "complete", "end_lease", "do_work"):
         assert f"def {name}(" not in sources, f"11 defines its own {name}: it must use 06's"
 
 
 def test_powertools_runs_06s_own_work(nb):
-    """Both handlers charge the provider 06's work charges: the checker and the scenarios see one provider."""
+    """Both handlers charge the provider of one namespace: the checker and the scenarios see one provider."""
     assert nb["pay_powertools"].__globals__ is nb["pay"].__globals__
-    assert nb["do_work"].__globals__ is nb
+    assert nb["do_work"].__globals__ is nb and nb["keyed_work"].__globals__ is nb
 
 
 def test_a_swap_lasts_only_for_its_block(nb):
@@ -98,7 +99,9 @@ def test_without_the_worker_a_departed_callers_payment_stays_half_done_with_it_i
     charged = 1 if crash_at == "charged" else 0
     nb["db"].clock.advance(25 * 3600)                      # a day: nobody came back, and nothing finished it
     assert (balance(nb), charges(nb, key), record(nb, key)["status"]) == (90, charged, "IN_PROGRESS")
-    assert record(nb, key)["expires_at"] < nb["now"]()    # past its window: TTL may delete the record and marker
+    assert "expires_at" not in record(nb, key)             # unfinished: no TTL attribute, so TTL never deletes it
+    sweep(nb["records"], nb["now"](), attribute="expires_at")
+    assert record(nb, key)["status"] == "IN_PROGRESS"
     left = left_after_the_debit(nb, crash_at)
     past_the_grace(nb)
     assert nb["recover_unfinished"]()[f"{nb['CALLER']}#{left}"] == "finished"
@@ -183,3 +186,20 @@ def test_the_window_rule_a_key_past_the_providers_window_is_never_charged_again(
     assert nb["recover_unfinished"]()[f"{nb['CALLER']}#{key}"] == "finished"
     assert requests == [] and (balance(nb), charges(nb, key)) == (90, 1)
     assert json.loads(json.loads(record(nb, key)["response"])["body"])["charge"] == provider.made[0].charge_id
+
+
+@pytest.mark.parametrize("step", ["debited", "charged"])
+def test_a_stalled_worker_whose_lease_was_taken_moves_no_money_and_calls_no_provider_after_waking(nb, step):
+    """Issue 43: the worker stalls at `step` past its lease, the caller comes back and finishes the payment; the
+    worker, woken, moves no money, makes no provider call, and says 'taken'."""
+    key, woke_to = left_after_the_debit(nb), []
+    past_the_grace(nb)
+
+    def stall(at):
+        if at == step and not woke_to:
+            nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+            assert nb["pay"](key, nb["PAYLOAD"], "inv-2")["status"] == 201       # the caller takes over, finishes
+            woke_to.append((balance(nb), nb["provider"].calls, record(nb, key)))
+    assert nb["recover_unfinished"](hook=stall)[f"{nb['CALLER']}#{key}"] == "taken"
+    assert (balance(nb), nb["provider"].calls, record(nb, key)) == woke_to[0]    # nothing after waking
+    assert (balance(nb), charges(nb, key)) == (90, 1)

@@ -43,39 +43,44 @@ def test_a_throttled_retry_costs_less_of_the_quota(nb):
     assert quota["botocore's retries"] == 100 and quota["first call refused a retry"] == 34
 
 
-# --- 3 · backoff and jitter ----------------------------------------------------------------------------------------
+# --- 3 · backoff and jitter under contention ----------------------------------------------------------------------
 
-def test_backoff_without_jitter_keeps_callers_in_step_and_jitter_breaks_it(nb):
-    _, exponential = nb["outage_for"](nb["exponential"])
-    _, jittered = nb["outage_for"](nb["full_jitter"])
-    assert exponential["busiest 0.1 s after the start"] == nb["CALLERS"]          # every retry, all at once
-    assert jittered["busiest 0.1 s after the start"] < nb["CALLERS"] * 0.6
+def test_under_contention_full_jitter_does_less_work_and_serves_the_last_caller_sooner(nb):
+    _, exponential = nb["contention_for"](nb["exponential"])
+    _, jittered = nb["contention_for"](nb["full_jitter"])
+    assert jittered["requests (work)"] < exponential["requests (work)"]
+    assert jittered["last paid at (s)"] < exponential["last paid at (s)"]
     assert exponential["charged"] == jittered["charged"] == nb["CALLERS"]          # each paid once
 
 
-def test_no_backoff_spends_every_attempt_inside_the_outage(nb):
-    per_bucket, summary = nb["outage_for"](nb["no_backoff"])
-    assert summary["gave up"] == nb["CALLERS"] and summary["requests"] == 8 * nb["CALLERS"]
-    assert per_bucket[per_bucket.index >= 0.8].sum() == 0
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_jitter_wins_for_other_seeds_too_and_a_seed_gives_one_run(nb, seed):
+    _, exponential = nb["contention_for"](nb["exponential"], seed=seed)
+    _, jittered = nb["contention_for"](nb["full_jitter"], seed=seed)
+    assert jittered["requests (work)"] < exponential["requests (work)"]
+    assert jittered["last paid at (s)"] < exponential["last paid at (s)"]
+    assert nb["contention_for"](nb["full_jitter"], seed=seed)[1] == jittered
 
 
-def test_jitter_depends_on_the_seed_not_on_luck(nb):
-    assert nb["outage_for"](nb["full_jitter"], seed=5)[1] == nb["outage_for"](nb["full_jitter"], seed=5)[1]
+def test_no_backoff_spends_every_attempt_in_one_instant(nb):
+    per_bucket, summary = nb["contention_for"](nb["no_backoff"])
+    assert summary["paid"] == nb["PER_INTERVAL"] and summary["requests (work)"] == per_bucket.iloc[0]
 
 
-# --- 4 · the budget ------------------------------------------------------------------------------------------------
+# --- 4 · the storm, and the budget ---------------------------------------------------------------------------------
 
-def test_a_retry_budget_caps_the_retries_and_costs_failed_payments(nb):
-    _, unbudgeted = nb["service_for"](nb["NoBudget"]())
-    _, budgeted = nb["service_for"](nb["RetryBudget"]())
-    payments = nb["PAYMENTS"]
-    assert budgeted["requests"] - payments <= 5 + 0.1 * payments
-    assert unbudgeted["requests"] - payments > 2 * (budgeted["requests"] - payments)
-    assert budgeted["failed"] >= unbudgeted["failed"]
+def test_the_storm_outlives_its_stall_without_a_budget_and_ends_with_one(nb):
+    _, unbudgeted = nb["storm_for"](nb["NoBudget"]())
+    over_time, budgeted = nb["storm_for"](nb["RetryBudget"]())
+    assert unbudgeted["answered in time, last 4 s"] == 0
+    assert budgeted["answered in time, last 4 s"] == 4 / nb["EVERY"]
+    assert budgeted["requests"] - nb["PAYMENTS"] <= 5 + 0.1 * nb["PAYMENTS"]
+    assert over_time["sent"].iloc[-8:].tolist() == over_time["answered in time"].iloc[-8:].tolist()
+    assert unbudgeted["of those, charged"] > 0                    # a payment that stopped: unknown, not failed
 
 
 def test_a_budget_with_no_reserve_and_no_ratio_allows_no_retry(nb):
-    _, summary = nb["service_for"](nb["RetryBudget"](ratio=0, reserve=0))
+    _, summary = nb["storm_for"](nb["RetryBudget"](ratio=0, reserve=0))
     assert summary["requests"] == nb["PAYMENTS"]
 
 

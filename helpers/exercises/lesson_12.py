@@ -10,13 +10,17 @@ caller against the table and counts what reaches it:
 3. a restart: the first answer is lost and the app is killed while the caller sleeps; pressed again, with
    the same phone storage (`saved`), the order is charged once; and no key was sent before it was saved (an
    app killed during that first request would come back without it);
-4. a double press: two callers for one order, side by side, charged once;
+4. a double press: two callers for one order, side by side, charged once; and two orders from one phone, one after
+   the other, each charged (one key saved for every order answers the second "already applied", uncharged);
 5. a refusal (a wallet that does not exist, an amount that is not allowed): raised at once, one request;
 6. twenty callers meeting an outage together, each with its own budget and its own seeded `rng`: every wait
    before retry n lies in full jitter's range, 0 to min(cap, base * 2**n); the first waits are not all the
    same; at most `max_attempts` attempts each;
 7. a hundred orders through one budget (the lesson's `RetryBudget`: 10% of the requests, 5 in reserve) while
-   every write fails: every order sent, and no more requests than the budget allows.
+   every write fails: every order sent, and no more requests than the budget allows;
+8. a hundred orders through one budget, one after the other, with every tenth answer lost: a caller that earns
+   its budget (`budget.new_request()` once per order) never gives up; one that never earns it runs dry after its
+   reserve.
 
 It returns a `Verdict`: PASS, or the first counterexample. It never raises for a wrong answer. Unlike the
 handlers' exercises it ends without `Specification`: the write underneath is 03's debit, which the
@@ -44,7 +48,7 @@ Pay = Callable[..., Any]
 
 WALLET, AMOUNT, START = "exercise-12", 10, 1000
 TABLE = "exercise-12"
-CALLERS, ORDERS = 20, 100
+CALLERS, ORDERS, EARNING = 20, 100, 100
 FINAL = ("applied", "already applied")
 
 
@@ -182,6 +186,15 @@ def check_careful_client(pay: Pay, *, db: Backend | None = None, debit: Callable
                                  f"phone storage): expected one charge of {AMOUNT}; your client answered "
                                  f"{' and '.join(said(r) for r in results)} and was charged {rig.charged()}.")
 
+    def two_orders() -> None:
+        rig, saved = Rig(), {}
+        results = [one(rig, order, saved=saved) for order in ("order-1", "order-2")]
+        if rig.charged() != 2 * AMOUNT or any(r != "applied" for r in results):
+            raise Counterexample(f"two orders from one phone, one after the other (same phone storage, orders "
+                                 f"'order-1' and 'order-2'): expected each applied and {2 * AMOUNT} charged; your "
+                                 f"client answered {' and '.join(said(r) for r in results)} and was charged "
+                                 f"{rig.charged()}. A key belongs to one order: save it under that order.")
+
     def refusals() -> None:
         for label, rig in (("a wallet that does not exist", Rig(wallet="nobody")),
                            ("an amount of -5", Rig(amount=-5))):
@@ -241,11 +254,28 @@ def check_careful_client(pay: Pay, *, db: Backend | None = None, debit: Callable
                                  f"{budget.reserve} in reserve) while every write failed: the budget allows {allowed} "
                                  f"requests; your client sent {sent}. Retry only when the budget allows it.")
 
+    def budget_earned() -> None:
+        rig, budget = Rig(amount=1), RetryBudget()
+        LostResponses(at=set(range(9, 20 * EARNING, 10))).install(rig.table)
+        results = [run_together([caller(rig, f"order-{n}", {}, budget, random.Random(n))], db.clock)[0]
+                   for n in range(EARNING)]
+        broken = next((r for r in results if isinstance(r, BaseException)), None)
+        if broken is not None:
+            raise Counterexample(f"{EARNING} orders with every tenth answer lost: your client {_told(broken)}.")
+        gave_up = sum(1 for r in results if r not in FINAL)
+        if gave_up:
+            raise Counterexample(f"{EARNING} orders through one retry budget, one after the other, with every tenth "
+                                 f"answer lost: your client gave up {gave_up} time{'s' if gave_up != 1 else ''} "
+                                 f"(expected 0: one retry in ten requests is within a 10% budget). Call "
+                                 f"budget.new_request once for each order: that is how the budget is earned.")
+
     return verdict(
-        [after_a_500, after_a_lost_answer, after_a_restart, double_press, refusals, outage_together, within_budget],
-        passed=f"a 500, a lost answer, a restart, a double press and two refusals handled, one charge an order; "
+        [after_a_500, after_a_lost_answer, after_a_restart, double_press, two_orders, refusals, outage_together,
+         within_budget, budget_earned],
+        passed=f"a 500, a lost answer, a restart, a double press, two orders and two refusals handled, one charge an "
+               f"order; "
                f"{CALLERS} callers in an outage waited with full jitter, at most {max_attempts} attempts each; "
-               f"{ORDERS} orders stayed within one retry budget.",
+               f"{ORDERS} orders stayed within one retry budget, and {EARNING} earned theirs.",
     )
 
 

@@ -77,6 +77,27 @@ WRONG = {
             return "gave up"''').replace(
         '''            if error.response["Error"]["Code"] not in RETRYABLE:
                 raise''', '''            return "gave up"'''),
+    "one key saved for every order": SOLUTION.replace(
+        '''    if order not in saved:
+        saved[order] = str(uuid.uuid4())
+    key = saved[order]''', '''    if "key" not in saved:
+        saved["key"] = str(uuid.uuid4())
+    key = saved["key"]'''),
+    "never calls budget.new_request()": SOLUTION.replace("    budget.new_request()\n", ""),
+    "budget.new_request() on every attempt": SOLUTION.replace(
+        "    budget.new_request()\n    for attempt in range(MAX_ATTEMPTS):\n",
+        "    for attempt in range(MAX_ATTEMPTS):\n        budget.new_request()\n"),
+    "asks the budget and ignores its answer": SOLUTION.replace(
+        "if attempt + 1 == MAX_ATTEMPTS or not budget.may_retry():",
+        "budget.may_retry()\n        if attempt + 1 == MAX_ATTEMPTS:"),
+    "'already applied' taken for a failure": SOLUTION.replace(
+        "            return send(key)", '''            if send(key) == "applied":
+                return "applied"'''),
+    "full jitter's exponent counted from 1": SOLUTION.replace(
+        "BASE * 2 ** attempt))", "BASE * 2 ** (attempt + 1)))"),
+    "MAX_ATTEMPTS retries: one attempt too many": SOLUTION.replace(
+        "for attempt in range(MAX_ATTEMPTS):", "for attempt in range(MAX_ATTEMPTS + 1):").replace(
+        "attempt + 1 == MAX_ATTEMPTS", "attempt == MAX_ATTEMPTS"),
     "no yield: sleeps with time.sleep": '''
 import time
 
@@ -124,4 +145,10 @@ def my_pay(send, order, saved, budget, rng):
             continue
         if attempt + 1 == MAX_ATTEMPTS or not budget.may_retry():
             return "gave up"'''),
+}
+
+# What the NOT YET must say to the two clients issue 47 found passing (tests/test_learners.py checks the words).
+SAYS = {
+    "one key saved for every order": "two orders from one phone",
+    "never calls budget.new_request()": "with every tenth answer lost: your client gave up",
 }
