@@ -201,44 +201,35 @@ def _answer_from_rerendered(nb):
     return answer_from
 
 
-def _same_debit_wallet_only(nb):
-    def same_debit(marker_item, wallet_id, amount, key):
-        old = nb["as_python"](marker_item)
-        if old.get("wallet") != wallet_id:
-            raise nb["KeyReused"](f"key {key!r} already debited {old.get('wallet')!r}; nothing written")
-        return False
-    return same_debit
+def _debit_every_cancellation(nb):
+    original = nb["debit"]
 
-
-def _debit_once_every_cancellation(nb):
-    original = nb["debit_once"]
-
-    def debit_once(wallet_id, amount, key, started_at):
+    def debit(key, lease_token, wallet_id, amount):
         try:
-            return original(wallet_id, amount, key, started_at)
+            return original(key, lease_token, wallet_id, amount)
         except ClientError as error:
             if _code(error) == "TransactionCanceledException":
                 return False                  # the mistake: a conflict read as "already debited"
             raise
-    return debit_once
+    return debit
 
 
-def _debit_once_two_writes(nb):
-    def debit_once(wallet_id, amount, key, started_at):
+def _debit_two_writes(nb):
+    def debit(key, lease_token, wallet_id, amount):
         try:
-            nb["with_resends"](lambda: nb["wallets"].put_item(
-                Item={"pk": f"debit#{key}", "wallet": wallet_id, "amount": amount, "started_at": started_at},
-                ConditionExpression="attribute_not_exists(pk) OR started_at < :started",
-                ExpressionAttributeValues={":started": started_at}, ReturnValuesOnConditionCheckFailure="ALL_OLD"))
+            nb["with_resends"](lambda: nb["records"].update_item(    # the progress first, fenced on the lease
+                Key={"pk": key}, UpdateExpression="SET debited = :yes",
+                ConditionExpression="lease_token = :mine AND attribute_not_exists(debited)",
+                ExpressionAttributeValues={":yes": True, ":mine": lease_token}))
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
-            return nb["same_debit"](error.response["Item"], wallet_id, amount, key)
+            return False
         nb["with_resends"](lambda: nb["wallets"].update_item(      # the debit: a second write, not in a transaction
             Key={"pk": wallet_id}, UpdateExpression="SET balance = balance - :amount",
             ConditionExpression="attribute_exists(balance)", ExpressionAttributeValues={":amount": amount}))
         return True
-    return debit_once
+    return debit
 
 
 def _end_lease_deleting(nb):
@@ -255,10 +246,16 @@ def _end_lease_deleting(nb):
 def _do_work(nb, *, debit: bool = True, provider_key: Callable[[str, str], str] | None = None,
              pending: bool = False):
     """06's do_work, with its debit left out, another provider key, or a 201 when the charge failed."""
-    def do_work(key, payload, invocation, hook, started_at):
+    def do_work(key, payload, invocation, lease_token, hook, started_at):
         if debit:
-            nb["debit_once"](payload["wallet"], payload["amount"], key, started_at)
+            try:
+                nb["debit"](key, lease_token, payload["wallet"], payload["amount"])
+            except (nb["WalletNotFound"], nb["InsufficientFunds"]) as error:
+                return {"status": 404 if isinstance(error, nb["WalletNotFound"]) else 402,
+                        "body": json.dumps({"error": str(error)})}
         hook("debited")
+        if not nb["set_lease"](key, lease_token, nb["now_ms"]() + nb["LEASE_SECONDS"] * 1000):
+            raise nb["LeaseLost"](key)
         try:
             charge_id = nb["provider"].charge(payload["wallet"], payload["amount"],
                                               idempotency_key=(provider_key or (lambda k, i: f"{k}@{started_at}"))(
@@ -320,14 +317,12 @@ def _unscoped(nb):
 
 
 @contextlib.contextmanager
-def _06_retention(name: str, seconds: int, marker_too: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """06's claim and completion (and its debit marker) keeping keys `seconds`, while the module still declares
-    its 24 h: the checker reads RETENTION_SECONDS from the module when the subject is made, and finds 24 h there."""
+def _06_retention(name: str, seconds: int) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """06's claim and completion keeping keys `seconds`, while the module still declares its 24 h: the checker
+    reads RETENTION_SECONDS from the module when the subject is made, and finds 24 h there."""
     nb = namespace(NB06)
     short = {**nb, "RETENTION_SECONDS": seconds}
     swaps = {"claim": rebound(nb["claim"], short), "complete": rebound(nb["complete"], short)}
-    if marker_too:
-        swaps["debit_once"] = rebound(nb["debit_once"], short)
     with swapped(nb, **swaps):
         assert nb["RETENTION_SECONDS"] == 24 * 3600
         yield nb["pay"], {"name": name}
@@ -355,18 +350,13 @@ SAVED_RESPONSE = [
           "condition: a copy that arrives between the read and the put claims the key too, and both pay (only an "
           "interleaving at a DynamoDB call finds it).",
           lambda: _06("06 claim read, then put", claim=_claim_read_then_put)),
-    Wrong("06 same_debit ignoring the amount", SAVED, "The debit marker in the way counts as this debit when its "
-          "wallet matches, whatever its amount.",
-          lambda: _06("06 same_debit ignoring the amount", same_debit=_same_debit_wallet_only)),
-          # refused since issue 44 through 06's own issue-43 history (before it, no history could tell this marker
-          # check from 06's); it goes with same_debit when 06 changes
     Wrong("06 every cancellation already debited", SAVED, "Any cancelled debit transaction -- a conflict, "
           "throttling -- is read as 'already debited', so a debit that never happened is answered paid.",
-          lambda: _06("06 every cancellation already debited", debit_once=_debit_once_every_cancellation),
+          lambda: _06("06 every cancellation already debited", debit=_debit_every_cancellation),
           histories=300),     # a fault that lasts through with_resends' attempts, on the debit's transaction
-    Wrong("06 marker and debit in two writes", SAVED, "The debit marker is written, then the balance, in two "
-          "writes: a failure between them leaves a marker with no debit, which the resend takes as done.",
-          lambda: _06("06 marker and debit in two writes", debit_once=_debit_once_two_writes)),
+    Wrong("06 progress and debit in two writes", SAVED, "The record's 'debited' is written, then the balance, in two "
+          "writes: a failure between them leaves a payment marked debited with no debit, which the resend takes as "
+          "done.", lambda: _06("06 progress and debit in two writes", debit=_debit_two_writes)),
     Wrong("06 end_lease deleting the record", SAVED, "After an error the record is deleted, fingerprint and all, "
           "so the key is free for another payload while the first one's debit stands.",
           lambda: _06("06 end_lease deleting the record", end_lease=_end_lease_deleting), histories=200),
@@ -399,12 +389,11 @@ SAVED_RESPONSE = [
     Wrong("06 WalletNotFound for too little money", SAVED, "A wallet that cannot pay is answered 'no such wallet': "
           "a refusal, but not for its reason.", lambda: _06_wrapped("06 WalletNotFound for too little money",
                                                                      _wrong_reason)),
-    Wrong("06 records kept 60 s, 24 h declared", SAVED, "The record and the debit marker expire after 60 s while "
-          "the module declares RETENTION_SECONDS = 24 h.",
-          lambda: _06_retention("06 records kept 60 s, 24 h declared", 60, marker_too=True)),
-    Wrong("06 record kept 1 h, 24 h declared", SAVED, "The saved response expires after an hour (the debit marker "
-          "keeps its 24 h) while the module declares 24 h.",
-          lambda: _06_retention("06 record kept 1 h, 24 h declared", 3600, marker_too=False), histories=300),
+    Wrong("06 record kept 60 s, 24 h declared", SAVED, "The record expires 60 s after its answer while the module "
+          "declares RETENTION_SECONDS = 24 h.",
+          lambda: _06_retention("06 record kept 60 s, 24 h declared", 60)),
+    Wrong("06 record kept 1 h, 24 h declared", SAVED, "The saved response expires after an hour while the module "
+          "declares 24 h.", lambda: _06_retention("06 record kept 1 h, 24 h declared", 3600), histories=300),
 ]
 
 
@@ -946,8 +935,7 @@ def _sign_up_as_taught(nb):
 
 
 CONTROLS = [
-    Wrong("06 pay", SAVED, "", lambda: _06("06 pay"),
-          lacks="issue 43: 06 before its redesign breaks once under a stalled attempt after a refused takeover"),
+    Wrong("06 pay", SAVED, "", lambda: _06("06 pay")),
     Wrong("06 fenced, a sketch of issue 43's design", SAVED, "", lambda: _fenced("06 fenced")),
     Wrong("06 fenced, replays marked Idempotent-Replayed", SAVED, "",
           lambda: _fenced("06 fenced, replays marked", mark_replays=True)),
