@@ -139,13 +139,15 @@ DEBITS = {
     "11 pay_powertools": SavedResponseHandler(NB11, "pay_powertools", ("wallets", "records", "powertools_table")),
 }
 
-# 06's handler claims its idempotency record before the debit finds the wallet missing: the IN_PROGRESS record
-# stays behind (until its lease runs out), so "nothing written" does not hold there. Kept visible, not hidden.
+# A saved-response handler claims its record before the debit finds the wallet missing, and saves that refusal
+# (404) as the key's answer: it is not bad input, and its record is written. Its own test is below.
 def debit_params():
     for debit_id, debit in DEBITS.items():
         for case, override, error, message in DEBIT_CASES:
             if "request_id" in override and not debit.uses_request_id:
                 continue  # the naive debit takes no request ID: there is nothing to refuse
+            if case == "missing wallet" and isinstance(debit, SavedResponseHandler):
+                continue  # a refusal saved as the key's answer (below)
             yield pytest.param(debit_id, override, error, message, id=f"{debit_id}: {case}")
 
 
@@ -158,6 +160,21 @@ def test_bad_debit_is_refused_by_name_and_writes_nothing(fresh, debit_id, overri
     with pytest.raises(error, match=message):
         call(args)
     assert debit.snapshot() == before, "a refused debit wrote something"
+
+
+@pytest.mark.parametrize("debit_id", [d for d, debit in DEBITS.items() if isinstance(debit, SavedResponseHandler)])
+def test_a_missing_wallet_is_a_saved_404_that_moves_nothing(fresh, debit_id):
+    """Issue 43: a refusal is the key's answer, saved and replayed (no key is freed while an attempt may act on
+    it). No money moves and the provider is not called; the only write is the record holding the answer."""
+    debit = DEBITS[debit_id]
+    call = debit.prepare(fresh)
+    args = dict(wallet_id="nobody", amount=10, request_id=f"missing-{next(_requests)}")
+    before = debit.snapshot()
+    answer = call(args)
+    assert answer["status"] == 404 and "wallet 'nobody' does not exist" in answer["body"], answer
+    after = debit.snapshot()
+    assert (after[0], after[-1]) == (before[0], before[-1]), "money moved, or the provider was called"
+    assert call(args) == answer                                                   # replayed
 
 
 def test_the_good_debit_does_write(fresh):
