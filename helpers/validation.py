@@ -2,7 +2,9 @@
 every helper raises for an argument it cannot accept.
 
 Bad input must fail loudly and write nothing, so every lesson's debit function
-starts with `check_debit(...)`. Each error names the problem.
+starts with `check_debit(...)`. Each error names the problem. A payment as a queue
+or a stream delivers it to notebook 07 (its body) is checked whole by
+`check_payment_body`, and `read_payment_body` refuses text that is not JSON.
 
 The limits are DynamoDB's own, measured as DynamoDB measures them (strings in
 UTF-8 bytes), so both backends refuse the same inputs the same way, before a
