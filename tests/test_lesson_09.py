@@ -5,8 +5,10 @@ by uvicorn on 127.0.0.1 as in the notebook."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import threading
 
 import pytest
 import requests
@@ -596,3 +598,61 @@ def test_the_worker_past_the_providers_window_looks_the_charge_up_and_never_char
     assert nb["recover_unfinished"]()[f"acct_alice#{key}"] == 201           # (and any other test's leftovers)
     assert first.idempotency_key not in asked and debits(nb) == 1
     assert [c.idempotency_key for c in nb["provider"].made].count(first.idempotency_key) == 1
+
+
+# --- issue 43: one payment, one record; every step that moves money fenced on the lease -----------------------------
+
+@contextlib.contextmanager
+def stalled_before(nb, name, meanwhile):
+    """The attempt in this thread stalls just before its first call of the route's `name` (a global of the notebook),
+    and `meanwhile()` runs -- other requests, over HTTP, served by the server's threads -- before it wakes."""
+    here, original, woken = threading.get_ident(), nb[name], []
+
+    def stalling(*args, **kwargs):
+        if threading.get_ident() == here and not woken:
+            meanwhile()
+            woken.append(True)
+        return original(*args, **kwargs)
+
+    nb[name] = stalling
+    try:
+        yield woken
+    finally:
+        nb[name] = original
+
+
+def direct(nb, key, payment=PAYMENT):
+    """The route's handler called in this thread (the stalled attempt), as the server calls it."""
+    return nb["handle"](Headers({"authorization": "Bearer sk_test_alice", "idempotency-key": f'"{key}"'}),
+                        json.dumps(payment).encode())
+
+
+def said(answer):
+    """(status, error code) of an answer, sent over HTTP or returned by `handle`."""
+    body = answer.content if hasattr(answer, "content") else answer.body
+    return answer.status_code, json.loads(body).get("error", "")
+
+
+@pytest.mark.parametrize("world", ["too little", "closed"])
+def test_a_stalled_attempt_after_a_refused_takeover_moves_no_money_and_replays_the_refusal(fresh, world):
+    """Issue 43's history for 09: A1 claims and stalls past its lease; A2 takes the payment over and is refused (the
+    wallet holds 5, or is closed), saved; the wallet is topped up (reopened); A3 resends. A1 wakes: it must move no
+    money -- every answer says nothing was written, and nothing was."""
+    nb, key, answers = fresh, next(_keys), []
+    if world == "too little":
+        nb["open_account_wallet"](nb["wallets"], "alice", 5, owner="acct_alice")
+
+    def meanwhile():
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+        if world == "closed":
+            nb["wallets"].delete_item(Key={"pk": "alice"})
+        answers.append(post(nb, headers(nb, key), PAYMENT))                 # A2: takes over, refused, saved
+        nb["open_account_wallet"](nb["wallets"], "alice", OPENED_WITH, owner="acct_alice")
+        answers.append(post(nb, headers(nb, key), PAYMENT))                 # A3: the caller resends
+
+    with stalled_before(nb, "work", meanwhile):                             # A1: claimed, then stalls
+        answers.append(direct(nb, key))                                     # ... and wakes
+    answers.append(post(nb, headers(nb, key), PAYMENT))                     # any later resend
+    refused = (402, "insufficient_funds") if world == "too little" else (404, "wallet_not_found")
+    assert [said(a) for a in answers] == [refused] * 4
+    assert (debits(nb), nb["provider"].calls, nb["provider"].charges) == (0, 0, 0)
