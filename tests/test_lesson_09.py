@@ -694,3 +694,23 @@ def test_a_stalled_attempt_whose_lease_was_taken_moves_no_money_and_calls_no_pro
     assert (debits(nb), provider.charges) == (1, 1)
     assert record(nb, "acct_alice", key)["status"] == "COMPLETED"
     assert post(nb, headers(nb, key), PAYMENT).content == resent[0].content
+
+
+def test_a_stalled_attempt_meeting_an_unfinished_takeover_calls_no_provider(fresh):
+    """A1 stalls after its debit; A2 takes over and fails (the provider down), ending its own lease: the record is
+    IN_PROGRESS under A2's token. A1 wakes: its renewal is fenced on its own token, so it calls no provider and
+    answers 409; the same request resent then finishes the payment, once."""
+    nb, key, seen = fresh, next(_keys), []
+
+    def meanwhile():
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+        nb["provider"].fail_next()
+        seen.append(post(nb, headers(nb, key), PAYMENT))                    # A2: 503 payment_incomplete
+        seen.append(nb["provider"].calls)
+
+    with stalled_before(nb, "set_lease", meanwhile):
+        woke = direct(nb, key)
+    assert said(seen[0]) == (503, "payment_incomplete") and nb["provider"].calls == seen[1]   # A1: no call
+    assert said(woke) == (409, "request_in_progress")
+    assert post(nb, headers(nb, key), PAYMENT).status_code == 201
+    assert (debits(nb), nb["provider"].charges) == (1, 1)
