@@ -518,22 +518,27 @@ def test_an_overdraft_and_an_amount_over_the_limit_are_named_refusals_with_nothi
     assert helpers.read_balance(nb["wallets"], "alice") == OPENED_WITH and nb["provider"].charges == 0
 
 
+def crash_after_the_charge(nb, key):
+    """One payment whose process dies after the charge, before the completion (a crash ends no lease): a 500."""
+    work, end_lease = nb["work"], nb["end_lease"]
+
+    def crashing(*args):
+        work(*args)
+        raise RuntimeError("the process died after the charge")
+
+    nb["work"], nb["end_lease"] = crashing, lambda record_key, lease: None
+    try:
+        assert post(nb, headers(nb, key), PAYMENT).status_code == 500
+    finally:
+        nb["work"], nb["end_lease"] = work, end_lease
+
+
 def test_a_payment_finished_past_the_providers_window_is_looked_up_not_charged_again(fresh):
     """A crash after the charge, the same request a day and a minute later: the provider has forgotten its key, so
     the handler looks the charge up (one charge), and the record's `debited` stops a second debit (the record,
     unfinished, has no expires_at: it never expires into a new payment)."""
     nb, key = fresh, next(_keys)
-    work, end_lease = nb["work"], nb["end_lease"]
-
-    def crash_after_the_charge(*args):
-        work(*args)
-        raise RuntimeError("the process died after the charge")
-
-    nb["work"], nb["end_lease"] = crash_after_the_charge, lambda record_key, lease: None
-    try:
-        assert post(nb, headers(nb, key), PAYMENT).status_code == 500
-    finally:
-        nb["work"], nb["end_lease"] = work, end_lease
+    crash_after_the_charge(nb, key)
     nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
     after = post(nb, headers(nb, key), PAYMENT)
     assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1), after.text
@@ -578,16 +583,7 @@ def test_the_worker_past_the_providers_window_looks_the_charge_up_and_never_char
     """The window rule (issue 35, step 2) for 09: the charge made, the process gone before the completion; the
     worker runs a day and a minute later, when the provider has forgotten its key: no charge request is sent."""
     nb, key, asked = fresh, next(_keys), []
-    work, end_lease = nb["work"], nb["end_lease"]
-
-    def crash_after_the_charge(*args):
-        work(*args)
-        raise RuntimeError("the process died after the charge")
-    nb["work"], nb["end_lease"] = crash_after_the_charge, lambda record_key, lease: None
-    try:
-        assert post(nb, headers(nb, key), PAYMENT).status_code == 500
-    finally:
-        nb["work"], nb["end_lease"] = work, end_lease
+    crash_after_the_charge(nb, key)
     nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
     charge, first = nb["provider"].charge, charged_for(nb, key)
     nb["provider"].charge = lambda *args, **kwargs: asked.append(kwargs["idempotency_key"]) or charge(*args, **kwargs)
