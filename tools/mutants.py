@@ -261,8 +261,8 @@ HANDLERS = {
                 "end_lease", "pay"]),
     "07": (9, ["already_applied", "debit_once", "consume", "stream_handler", "handler_partial"]),
     "08": (7, ["debit_ledger", "debit_mistaken"]),
-    "09": (10, ["checked_key", "payment_of", "check_owner", "claim", "take_over", "debit_once", "complete",
-                "answer_from", "handle", "finish", "recover_unfinished"]),
+    "09": (12, ["checked_key", "payment_of", "check_owner", "claim", "take_over", "debit", "set_lease", "work",
+                "complete", "answer_from", "handle", "finish", "recover_unfinished"]),
     "10": (8, ["claim", "debit_and_enqueue", "save_response", "in_one_transaction", "pay", "deliver_one"]),
     "11": (5, ["unfinished_payments", "finish_forward", "powertools_handler"]),
 }
@@ -279,7 +279,10 @@ FORCED = (("06", "complete", "clause-moot (lease_token = :mine)"),        # the 
           ("06", "claim", "python comparison flipped"),                   # a lease's end off by one
           ("06", "answer_from", "if never taken"),                        # the payload comparison dropped
           ("09", "take_over", "clause-moot (lease_token = :theirs)"),
-          ("09", "claim", "clause-moot (expires_at < :now)"))
+          ("09", "claim", "clause-moot (expires_at < :now)"),
+          ("09", "debit", "clause-moot (lease_token = :mine)"),             # the debit's fence on the lease dropped
+          ("09", "work", "if never taken"),                               # the renewal before the provider dropped
+          ("09", "set_lease", "clause-moot (lease_token = :mine)"))
 
 # Mistakes no one-node operator makes: several lines moved or rewritten, as a person would.
 HAND = [
@@ -335,6 +338,10 @@ HAND = [
         save_response(conn, user_id, key, response)
         debit_and_enqueue(conn, user_id, key, payload, hook)
 """),
+    ("10", "save_response", "the window counted from the claim, not the answer",
+     """response["body"], now() + RETENTION_SECONDS,\n""",
+     """response["body"], conn.execute("SELECT created_at FROM idempotency WHERE user_id = %s AND "\n"""
+     """         "idempotency_key = %s", (user_id, key)).fetchone()[0] + RETENTION_SECONDS,\n"""),
     ("10", "lock_key", "the row lock dropped (FOR UPDATE)",
      """"FROM idempotency WHERE user_id = %s AND idempotency_key = %s FOR UPDATE\"""",
      """"FROM idempotency WHERE user_id = %s AND idempotency_key = %s\""""),
