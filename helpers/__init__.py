@@ -6,7 +6,7 @@ their own folders:
 
     backends         connect(): moto (default), dynamodb-local or aws
     tables           fresh tables, wallets, consistent reads, empty_table()
-    validation       check_debit(): bad input fails before anything is sent; BadInput, for any helper
+    validation       check_debit(), check_payment_body(): bad input fails before anything is sent; BadInput
     wire             the one owner of botocore's response hook: faults and watchers in one order; client_of()
     faults           LostResponses: the write commits, the caller times out
     dynamodb_errors  ErrorResponses: conflicts, throttling and 500s; answer_of(), botocore_resends()
@@ -24,7 +24,7 @@ their own folders:
     postgres         postgres(): an embedded PostgreSQL (pgserver), or the one $RETRY_POSTGRES_URL names
     lessons          load_lesson(): another notebook's own imports and lesson cells, run here; swapped()
     late_retry       01's late retry (packed lost, shipped, packed again) run against an update; as_events()
-    aba              04's ABA history (A lost, B, A resent) run against a debit, for its table and swimlane
+    aba              04's ABA history (A lost, B, A resent) for its swimlane, and its property-based search
     resends          resender(): 06's writes sent again while DynamoDB wrote nothing (or cannot say)
     payment_requests check_payment(): 06's request shape, names and key length, before anything is written
     scenarios        06's six scenarios run against a handler, logged and drawn (the harness, not the lesson)
@@ -46,13 +46,14 @@ from .faults import LostResponses
 from .ids import RequestIds
 from .notebook import setup
 from .tables import empty_table, fresh_table, open_wallet, read_balance, read_item
-from .validation import BadInput, InsufficientFunds, WalletNotFound, check_debit
+from .validation import BadInput, InsufficientFunds, WalletNotFound, check_debit, check_payment_body, read_payment_body
 
 __all__ = [
     "charts", "concurrency",  # modules the notebooks reach as helpers.charts / helpers.concurrency
     "connect", "VirtualClock", "EventLog", "LostResponses", "ErrorResponses", "RequestIds", "setup",
     "fresh_table", "empty_table", "open_wallet", "read_balance", "read_item",
     "BadInput", "InsufficientFunds", "WalletNotFound", "check_debit", "check_handler",
+    "check_payment_body", "read_payment_body",
 ]
 
 

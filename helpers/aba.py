@@ -1,4 +1,5 @@
-"""Notebook 04's ABA history, run against a debit and logged for a swimlane.
+"""Notebook 04's harnesses: the ABA history, run against a debit and logged for a swimlane; and the
+property-based search that finds it without being told (`smallest_failing_order`).
 
     events, rows = late_retry_after_another(debit_idempotent, globals())    # in 04
     swimlanes(events, lanes=["client", "phone", "table"], title=...)
@@ -15,11 +16,16 @@ This is the harness, not the lesson: the debit and its condition are in the note
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import pandas as pd
 from botocore.exceptions import ReadTimeoutError
+from hypothesis import HealthCheck, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 from .faults import LostResponses
 from .swimlanes import Timeline
@@ -60,3 +66,32 @@ def late_retry_after_another(debit: Debit, lesson: MutableMapping[str, Any]) -> 
             send_one(debit, table, "phone", "B", 20, "req-B", timeline, lesson),
             send_one(debit, client, "client", "A again", 10, "req-A", timeline, lesson)]
     return timeline.frame(), pd.DataFrame(rows)
+
+
+def smallest_failing_order(debit: Debit, table: Any, requests: dict[str, int], *, open_wallet: Callable[..., Any],
+                           read_balance: Callable[[Any, str], int], start: int = 1000,
+                           examples: int = 50) -> list[str] | None:
+    """Notebook 04's property-based search: the smallest delivery order of `requests` (request ID -> amount; any
+    order, duplicates included, one to six deliveries) after which the balance read back is not `start` less the
+    **distinct** requests' amounts -- or None if the search finds none.
+
+    hypothesis's `find` draws the orders, runs each against `table` on a new wallet (opened with 04's own
+    `open_wallet`, read back with its `read_balance`), and shrinks the first failing one. The search is
+    derandomized and keeps no database of past failures, so its answer is the same on every run.
+    """
+    orders = st.lists(st.sampled_from(sorted(requests)), min_size=1, max_size=6)
+    search = settings(derandomize=True, database=None, max_examples=examples, deadline=None,
+                      suppress_health_check=list(HealthCheck))
+    run, numbers = uuid.uuid4().hex[:8], itertools.count(1)   # a re-run never meets an earlier run's wallets
+
+    def balance_is_wrong(order: list[str]) -> bool:
+        wallet_id = f"{run}-{next(numbers)}"
+        open_wallet(table, wallet_id, start)
+        for request_id in order:
+            debit(table, wallet_id, requests[request_id], "req-" + request_id)
+        return read_balance(table, wallet_id) != start - sum(requests[r] for r in set(order))
+
+    try:
+        return find(orders, balance_is_wrong, settings=search)
+    except NoSuchExample:
+        return None

@@ -31,8 +31,9 @@ RUN_SUFFIX_PREFIX = "-run"  # tables named `<base>-run<8 hex>` belong to one pro
 BACKENDS = ("moto", "dynamodb-local", "aws")
 REGION = "us-east-1"
 # With `sdk_retries=True` the collection sets standard mode with total_max_attempts=3: the first try and two
-# retries. That is botocore's general standard-mode default, but NOT its DynamoDB default: botocore 1.44.8
-# (botocore/retries/standard.py, _SERVICE_MAX_ATTEMPTS = {'dynamodb': 4, ...}) gives a DynamoDB client 4
+# retries. That is botocore's general standard-mode default, but NOT its DynamoDB default: botocore 1.44.18, the
+# version pinned in requirements.txt (_SERVICE_MAX_ATTEMPTS = {'dynamodb': 4, ...} in
+# https://github.com/boto/botocore/blob/1.44.18/botocore/retries/standard.py), gives a DynamoDB client 4
 # attempts (three retries) when no max_attempts is configured. A client here resends one time fewer than a
 # stock boto3 DynamoDB client in standard mode.
 SDK_MAX_ATTEMPTS = 3

@@ -2,7 +2,9 @@
 every helper raises for an argument it cannot accept.
 
 Bad input must fail loudly and write nothing, so every lesson's debit function
-starts with `check_debit(...)`. Each error names the problem.
+starts with `check_debit(...)`. Each error names the problem. A payment as a queue
+or a stream delivers it to notebook 07 (its body) is checked whole by
+`check_payment_body`, and `read_payment_body` refuses text that is not JSON.
 
 The limits are DynamoDB's own, measured as DynamoDB measures them (strings in
 UTF-8 bytes), so both backends refuse the same inputs the same way, before a
@@ -26,6 +28,7 @@ moto fails on it and DynamoDB Local applies it, so neither answer is sent.
 
 from __future__ import annotations
 
+import json
 import math
 from decimal import Decimal
 from typing import Any
@@ -187,3 +190,52 @@ def check_debit(wallet_id: object, amount: object, request_id: object = _NO_REQU
     check_amount(amount)
     if request_id is not _NO_REQUEST_ID:
         check_request_id(request_id)
+
+
+# --- a payment as a queue or a stream delivers it (notebook 07) ------------------------------------------------
+
+PAYMENT_FIELDS = ("producer", "operation_id", "wallet", "amount")
+KEY_SEPARATOR = "#"             # 07's marker key is producer#operation_id
+
+
+def check_payment_body(body: object) -> dict[str, Any]:
+    """Return the payment in `body` (its amount an int) if it is one; else raise `BadInput` naming the problem.
+
+    A payment is an object with a `producer` and an `operation_id` (non-empty strings without the key's
+    separator, ``#``), a `wallet` (a partition key) and an `amount` (a positive whole number). The separator is
+    refused because 07's marker key joins the two names with it: ``shop#eu`` + ``op-01`` and ``shop`` +
+    ``eu#op-01`` would be one key, and two payments one debit.
+    """
+    if not isinstance(body, dict):
+        raise BadInput(f"a payment must be a JSON object, got {type(body).__name__} {_short(body)}")
+    missing = [name for name in PAYMENT_FIELDS if name not in body]
+    if missing:
+        raise BadInput(f"the payment has no {', no '.join(map(repr, missing))}: {_short(body)}")
+    for name in ("producer", "operation_id"):
+        value = body[name]
+        if not isinstance(value, str) or not value.strip():
+            raise BadInput(f"{name} must be a non-empty string, got {type(value).__name__} {_short(value)}")
+        check_key(value, name=name)
+        if KEY_SEPARATOR in value:
+            raise BadInput(f"{name} {value!r} contains {KEY_SEPARATOR!r}, the key's separator: "
+                           "two payments could share one key")
+    key = f"{body['producer']}{KEY_SEPARATOR}{body['operation_id']}"
+    if utf8_bytes(key) > MAX_REQUEST_ID_BYTES:
+        raise BadInput(f"producer{KEY_SEPARATOR}operation_id is {utf8_bytes(key)} bytes in UTF-8; "
+                       f"at most {MAX_REQUEST_ID_BYTES} allowed (a request ID's limit)")
+    check_key(body["wallet"], name="wallet")
+    return {**body, "amount": check_amount(body["amount"])}
+
+
+def read_payment_body(text: object) -> dict[str, Any]:
+    """The payment in a message body (JSON text), checked by `check_payment_body`; `BadInput` if it is not JSON."""
+    try:
+        body = json.loads(text)                                   # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise BadInput(f"the message body is not JSON: {_short(text)}") from None
+    return check_payment_body(body)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -8,6 +8,9 @@ Two tables:
   handler and 11's Powertools handler). This file is their one home: the lesson files do not restate it.
   Every table the function could write to is read back (strongly consistent) before and after: it must be
   unchanged, and the payment provider must have been called zero times.
+* ``BODY_CASES`` and ``STREAM_CASES`` -- bodies that are not a payment, as an SQS queue or a DynamoDB stream
+  delivers them to notebook 07's consumer: refused by name on every delivery, nothing written, and dead-lettered
+  by 07's own redrive policy (or set aside from the stream once its retry budget is spent).
 * ``BACKEND_CASES`` -- bad choices of backend: an unknown name, DynamoDB Local without Java or without its
   package, ``aws`` without the opt-in. Nothing may be connected, started, installed or created: no new
   connection is registered, no process is spawned, and the backend under test holds the same tables.
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -139,13 +144,15 @@ DEBITS = {
     "11 pay_powertools": SavedResponseHandler(NB11, "pay_powertools", ("wallets", "records", "powertools_table")),
 }
 
-# 06's handler claims its idempotency record before the debit finds the wallet missing: the IN_PROGRESS record
-# stays behind (until its lease runs out), so "nothing written" does not hold there. Kept visible, not hidden.
+# A saved-response handler claims its record before the debit finds the wallet missing, and saves that refusal
+# (404) as the key's answer: it is not bad input, and its record is written. Its own test is below.
 def debit_params():
     for debit_id, debit in DEBITS.items():
         for case, override, error, message in DEBIT_CASES:
             if "request_id" in override and not debit.uses_request_id:
                 continue  # the naive debit takes no request ID: there is nothing to refuse
+            if case == "missing wallet" and isinstance(debit, SavedResponseHandler):
+                continue  # a refusal saved as the key's answer (below)
             yield pytest.param(debit_id, override, error, message, id=f"{debit_id}: {case}")
 
 
@@ -158,6 +165,21 @@ def test_bad_debit_is_refused_by_name_and_writes_nothing(fresh, debit_id, overri
     with pytest.raises(error, match=message):
         call(args)
     assert debit.snapshot() == before, "a refused debit wrote something"
+
+
+@pytest.mark.parametrize("debit_id", [d for d, debit in DEBITS.items() if isinstance(debit, SavedResponseHandler)])
+def test_a_missing_wallet_is_a_saved_404_that_moves_nothing(fresh, debit_id):
+    """Issue 43: a refusal is the key's answer, saved and replayed (no key is freed while an attempt may act on
+    it). No money moves and the provider is not called; the only write is the record holding the answer."""
+    debit = DEBITS[debit_id]
+    call = debit.prepare(fresh)
+    args = dict(wallet_id="nobody", amount=10, request_id=f"missing-{next(_requests)}")
+    before = debit.snapshot()
+    answer = call(args)
+    assert answer["status"] == 404 and "wallet 'nobody' does not exist" in answer["body"], answer
+    after = debit.snapshot()
+    assert (after[0], after[-1]) == (before[0], before[-1]), "money moved, or the provider was called"
+    assert call(args) == answer                                                   # replayed
 
 
 def test_the_good_debit_does_write(fresh):
@@ -297,6 +319,175 @@ def test_there_are_at_least_ten_bad_inputs():
     debit_runs = len(list(debit_params()))
     line = (f"{len(DEBIT_CASES) + len(BACKEND_CASES)} bad inputs: {len(DEBIT_CASES)} debit cases through "
             f"{len(DEBITS)} notebook debit functions ({debit_runs} runs), "
-            f"{len(BACKEND_CASES)} backend cases")
+            f"{len(BACKEND_CASES)} backend cases; 07's consumer: {len(BODY_CASES)} queue bodies, "
+            f"{len(STREAM_CASES)} stream records")
     summary("bad input").append(line)
     assert len(DEBIT_CASES) + len(BACKEND_CASES) >= 10
+
+
+# --- bad bodies, as a queue or a stream delivers them to 07's consumer (issue 45) ------------------------------
+# Every body that is not a payment is refused by name on every delivery, writes nothing (the table holds the
+# wallet alone), and reaches the dead-letter queue 07 configures (its redrive policy, after MAX_RECEIVES); on a
+# stream, the record is set aside when the retry budget is spent (Lambda's on-failure destination).
+
+NB07 = "07_event_sources.ipynb"
+GOOD = {"producer": "shop", "operation_id": "op-01", "wallet": "alice", "amount": 10}
+
+
+def without(*names):
+    return {k: v for k, v in GOOD.items() if k not in names}
+
+
+BODY_CASES = [   # (case, the message body as sent, what the error must say)
+    ("not JSON", "not JSON", r"the message body is not JSON: 'not JSON'"),
+    ("an empty body", "", r"the message body is not JSON: ''"),
+    ("truncated JSON", '{"producer": "shop"', r"the message body is not JSON"),
+    ("a list", "[]", r"a payment must be a JSON object, got list \[\]"),
+    ("null", "null", r"a payment must be a JSON object, got NoneType None"),
+    ("a number", "42", r"a payment must be a JSON object, got int 42"),
+    ("a string", '"pay alice"', r"a payment must be a JSON object, got str 'pay alice'"),
+    ("an empty object", "{}", r"the payment has no 'producer', no 'operation_id', no 'wallet', no 'amount'"),
+    ("no operation ID", without("operation_id"), r"the payment has no 'operation_id'"),
+    ("no producer", without("producer"), r"the payment has no 'producer'"),
+    ("no wallet", without("wallet"), r"the payment has no 'wallet'"),
+    ("no amount", without("amount"), r"the payment has no 'amount'"),
+    ("an empty operation ID", {**GOOD, "operation_id": ""}, r"operation_id must be a non-empty string, got str ''"),
+    ("a blank operation ID", {**GOOD, "operation_id": "  "}, r"operation_id must be a non-empty string"),
+    ("an empty producer", {**GOOD, "producer": ""}, r"producer must be a non-empty string, got str ''"),
+    ("a numeric operation ID", {**GOOD, "operation_id": 5}, r"operation_id must be a non-empty string, got int 5"),
+    ("a null producer", {**GOOD, "producer": None}, r"producer must be a non-empty string, got NoneType"),
+    ("an empty wallet", {**GOOD, "wallet": ""}, r"wallet must be a non-empty string"),
+    ("a numeric wallet", {**GOOD, "wallet": 7}, r"wallet must be a non-empty string, got 7"),
+    ("'#' in the producer", {**GOOD, "producer": "shop#eu"}, r"producer 'shop#eu' contains '#', the key's separator"),
+    ("'#' in the operation ID", {**GOOD, "operation_id": "eu#op-01"},
+     r"operation_id 'eu#op-01' contains '#', the key's separator"),
+    ("a key over 36 bytes", {**GOOD, "operation_id": "x" * 40},
+     r"producer#operation_id is 45 bytes in UTF-8; at most 36 allowed"),
+    ("an amount in a string", {**GOOD, "amount": "10"}, r"amount must be a whole number of cents, got str '10'"),
+    ("a boolean amount", {**GOOD, "amount": True}, r"amount must be a whole number of cents, got bool True"),
+    ("a float amount", {**GOOD, "amount": 10.0}, r"amount must be a whole number of cents, not a float: 10\.0"),
+    ("a negative amount", {**GOOD, "amount": -10}, r"amount must be positive, got -10"),
+    ("a zero amount", {**GOOD, "amount": 0}, r"amount must be positive, got 0"),
+    ("a 39-digit amount", {**GOOD, "amount": 10**38}, r"amount has 39 digits; DynamoDB stores at most 38"),
+    ("a NaN amount", '{"producer": "shop", "operation_id": "op-01", "wallet": "alice", "amount": NaN}',
+     r"amount must be a finite number, got nan"),
+]
+BODY_IDS = [case for case, _, _ in BODY_CASES]
+
+
+def as_text(body: Any) -> str:
+    return body if isinstance(body, str) else json.dumps(body)
+
+
+@pytest.fixture(scope="module")
+def nb07():
+    from helpers.fidelity.sqs_clock import use_wall_clock
+    yield nb(NB07)                  # its imports cell puts moto's SQS on db.clock
+    use_wall_clock()
+
+
+@pytest.mark.parametrize("body, message", [c[1:] for c in BODY_CASES], ids=BODY_IDS)
+def test_a_bad_body_on_07s_queue_is_refused_by_name_writes_nothing_and_is_dead_lettered(nb07, body, message):
+    text = as_text(body)
+    errors, dead, items = nb07["dead_lettered"](text, nb07["debit_by_operation"])
+    assert len(errors) == nb07["MAX_RECEIVES"]
+    for error in errors:
+        assert error.startswith("BadInput: ") and re.search(message, error), error
+    assert dead == [text], "the body did not reach the dead-letter queue as sent"
+    assert items == 1 and nb07["debits"]() == 0, "a refused body wrote something"
+
+
+@pytest.mark.parametrize("body, message", [c[1:] for c in BODY_CASES], ids=BODY_IDS)
+def test_a_bad_body_in_a_lambda_batch_is_reported_writes_nothing_and_is_dead_lettered(nb07, body, message):
+    """Lambda's poller on 07's queue, with 07's partial-batch handler: the bad message, batched with a good one, is
+    reported failed by name on each receive until the redrive policy moves it to the dead-letter queue; the good
+    one is applied once, and nothing else is written."""
+    from helpers.services.lambda_sqs import LambdaPoller
+    sqs, text, seen = nb07["sqs"], as_text(body), []
+
+    def apply(payment):
+        try:
+            return nb07["debit_by_operation"](payment)
+        except helpers.BadInput as error:
+            seen.append(str(error))
+            raise
+
+    def handler(event, context):                          # what 07's handler read, as its `apply` never sees it
+        for record in event["Records"]:
+            try:
+                nb07["read_payment_body"](record["body"])
+            except helpers.BadInput as error:
+                seen.append(str(error))
+        return nb07["handler_partial"](apply)(event, context)
+
+    nb07["new_wallet"]()
+    queue, dead_letters = nb07["queue_with_dead_letters"]()
+    sqs.send_message(QueueUrl=queue, MessageBody=text)
+    sqs.send_message(QueueUrl=queue, MessageBody=as_text({**GOOD, "operation_id": "op-02"}))
+    nb07["drain"](LambdaPoller(sqs, queue, handler, report_batch_item_failures=True), queue)
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=dead_letters).get("Messages", [])] == [text]
+    assert len(seen) >= nb07["MAX_RECEIVES"] and all(re.search(message, error) for error in seen), seen
+    assert nb07["debits"]() == 1
+    assert sorted(i["pk"] for i in nb07["wallets"].scan(ConsistentRead=True)["Items"]) == ["alice", "op#shop#op-02"]
+
+
+STREAM_CASES = [   # (case, the item the producer wrote (pk is the operation ID), what the error must say)
+    ("no producer", {"pk": "op-02", "wallet": "alice", "amount": 10}, r"the payment has no 'producer'"),
+    ("an empty producer", {"pk": "op-03", "producer": "", "wallet": "alice", "amount": 10},
+     r"producer must be a non-empty string, got str ''"),
+    ("a numeric producer", {"pk": "op-04", "producer": 7, "wallet": "alice", "amount": 10},
+     r"producer must be a non-empty string, got Decimal"),
+    ("'#' in the producer", {"pk": "op-05", "producer": "shop#eu", "wallet": "alice", "amount": 10},
+     r"producer 'shop#eu' contains '#'"),
+    ("'#' in the operation ID", {"pk": "eu#op-06", "producer": "shop", "wallet": "alice", "amount": 10},
+     r"operation_id 'eu#op-06' contains '#'"),
+    ("no wallet", {"pk": "op-07", "producer": "shop", "amount": 10}, r"the payment has no 'wallet'"),
+    ("no amount", {"pk": "op-08", "producer": "shop", "wallet": "alice"}, r"the payment has no 'amount'"),
+    ("an amount in a string", {"pk": "op-09", "producer": "shop", "wallet": "alice", "amount": "10"},
+     r"amount must be a whole number of cents, got str '10'"),
+    ("a negative amount", {"pk": "op-10", "producer": "shop", "wallet": "alice", "amount": -10},
+     r"amount must be positive, got -10"),
+    ("a fractional amount", {"pk": "op-11", "producer": "shop", "wallet": "alice", "amount": Decimal("2.5")},
+     r"amount must be a whole number of cents, got Decimal 2\.5"),
+]
+
+
+def test_bad_records_on_07s_stream_are_refused_by_name_and_set_aside_and_the_good_ones_applied(nb07):
+    """One stream: a good payment, every bad record, a good payment. With a retry budget and bisecting (07's advice),
+    each bad record ends alone in a failed batch, refused by name, and is discarded (sent to the on-failure
+    destination) once the budget is spent; the two good payments are applied once each, nothing else written."""
+    from helpers.services.lambda_streams import StreamPoller, fresh_stream_table
+    nb07["new_wallet"]()
+    payments, arn = fresh_stream_table(nb07["db"], "payments-07-bad", StreamSpecification=nb07["STREAM"])
+    items = ([{"pk": "op-01", "producer": "shop", "wallet": "alice", "amount": 10}]
+             + [item for _, item, _ in STREAM_CASES]
+             + [{"pk": "op-99", "producer": "shop", "wallet": "alice", "amount": 10}])
+    for item in items:
+        payments.put_item(Item=item)
+    log: list[dict[str, Any]] = []
+    poller = StreamPoller(nb07["streams"], arn, nb07["stream_handler"](nb07["debit_by_operation"], log),
+                          bisect_on_error=True, max_retries=1)
+    for _ in range(200):
+        if not poller.poll():
+            break
+    discarded = [b for b in poller.batches if b.discarded]
+    assert len(discarded) == len(STREAM_CASES), [(b.sequence_numbers, b.error) for b in poller.batches]
+    for batch, (case, _, message) in zip(discarded, STREAM_CASES):
+        assert len(batch.discarded) == 1 and batch.error.startswith("BadInput: "), (case, batch)
+        assert re.search(message, batch.error), (case, batch.error)
+    assert nb07["debits"]() == 2
+    markers = sorted(i["pk"] for i in nb07["wallets"].scan(ConsistentRead=True)["Items"] if i["pk"] != "alice")
+    assert markers == ["op#shop#op-01", "op#shop#op-99"]
+
+
+def test_two_payments_whose_names_would_join_to_one_key_no_longer_make_one_debit(nb07):
+    """`shop#eu` + `op-01` and `shop` + `eu#op-01` joined to one key, op#shop#eu#op-01: two payments, one debit, both
+    acknowledged. Now both are refused by name and nothing is written; names without the separator stay apart."""
+    nb07["new_wallet"]()
+    for producer, operation_id in [("shop#eu", "op-01"), ("shop", "eu#op-01")]:
+        with pytest.raises(helpers.BadInput, match="contains '#'"):
+            nb07["debit_by_operation"]({**GOOD, "producer": producer, "operation_id": operation_id})
+    assert nb07["debits"]() == 0 and nb07["wallets"].scan(ConsistentRead=True)["Count"] == 1
+    for producer, operation_id in [("shop-eu", "op-01"), ("shop", "eu-op-01")]:
+        assert nb07["debit_by_operation"]({**GOOD, "producer": producer, "operation_id": operation_id}) == "applied"
+    assert nb07["debits"]() == 2

@@ -7,6 +7,9 @@
   notebook names the same one.
 - **TransactionInProgressException** is DynamoDB's answer to a `TransactWriteItems` whose `ClientRequestToken` is
   still being processed, not something any write can get: every sentence that names it names the token too.
+- **botocore's version** (issue 45). The lessons quote botocore's retries as the release requirements.txt pins
+  (not boto3's own number): every botocore version the notebooks, helpers, tests, README and WORKSHOP name is that
+  one, and every link into botocore's repository names its tag.
 
 Every notebook and every solution is read: a claim corrected in one lesson must not survive in another.
 """
@@ -134,3 +137,57 @@ def test_transaction_in_progress_is_always_said_of_a_token(path):
     assert not wrong, (
         "TransactionInProgressException answers only a TransactWriteItems whose ClientRequestToken is still being "
         "processed; these sentences name it without the token:\n" + "\n".join(wrong))
+
+
+# --- botocore's version (issue 45) ------------------------------------------------------------------------------
+# The lessons quote and measure botocore's retries, so every botocore version they name is the one requirements.txt
+# pins and the tests run: a version number near the word botocore (boto3's own, "boto3 1.44.8", excepted: the two
+# share their numbering), and the tag of every link into botocore's repository. A moving branch (`develop`) is not a
+# source for numbers read from the installed release.
+
+PINNED_BOTOCORE = re.compile(r"^botocore==(\S+)\s*$", re.MULTILINE)
+RELEASE = re.compile(r"(?<![\d.])1\.\d+\.\d+(?![\d.]*\d)")     # a three-part botocore/boto3 release, 1.44.18
+BOTO3_BEFORE = re.compile(r"boto3\W{0,3}$", re.IGNORECASE)    # "boto3 1.44.8", "boto3==1.44.8"
+BOTOCORE_LINK = re.compile(r"github\.com/boto/botocore/(?:blob|tree|raw)/([^/\s)>\]]+)")
+NEAR = 200                                                     # characters either side that may name botocore
+PROSE = ([ROOT / "README.md", ROOT / "WORKSHOP.md", ROOT / "CONTRIBUTING.md"]
+         + sorted((ROOT / "helpers").rglob("*.py")) + sorted((ROOT / "tests").rglob("*.py"))
+         + sorted((ROOT / "tools").glob("*.py")))
+TEXTS = NOTEBOOKS + PROSE
+TEXT_IDS = [str(p.relative_to(ROOT)) for p in TEXTS]
+# 12's links to `develop` are the other half of issue 45 (12 · [48]); remove this when they name the tag.
+MOVING_BRANCH_ELSEWHERE = {"notebooks/12_the_callers_half.ipynb"}
+
+
+def pinned_botocore() -> str:
+    found = PINNED_BOTOCORE.findall((ROOT / "requirements.txt").read_text())
+    assert len(found) == 1, "requirements.txt pins botocore once (botocore==X.Y.Z)"
+    return found[0]
+
+
+def text_of(path: Path) -> str:
+    """What a reader reads of a file: a notebook's cells' sources (not its outputs), any other file whole."""
+    if path.suffix == ".ipynb":
+        return "\n\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells)
+    return path.read_text()
+
+
+def test_the_installed_botocore_is_the_pinned_one():
+    import botocore
+    assert botocore.__version__ == pinned_botocore()
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=TEXT_IDS)
+def test_every_botocore_version_named_is_the_pinned_one(path):
+    pin, text, wrong = pinned_botocore(), text_of(path), []
+    for match in RELEASE.finditer(text):
+        start, end = match.span()
+        if (match.group() != pin and "botocore" in text[max(0, start - NEAR):end + NEAR].lower()
+                and not BOTO3_BEFORE.search(text[max(0, start - 8):start])):
+            wrong.append(f"{match.group()} in {text[max(0, start - 60):end + 20]!r}")
+    for match in BOTOCORE_LINK.finditer(text):
+        if match.group(1) != pin and not (match.group(1) in ("develop", "master")
+                                          and str(path.relative_to(ROOT)) in MOVING_BRANCH_ELSEWHERE):
+            wrong.append(f"a link at {match.group(1)!r}: {match.group()}")
+    assert not wrong, (f"requirements.txt pins botocore {pin}; {path.relative_to(ROOT)} names another version "
+                       "(say the pinned one, and link its tag):\n" + "\n".join(wrong))

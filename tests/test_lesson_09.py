@@ -5,8 +5,10 @@ by uvicorn on 127.0.0.1 as in the notebook."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import threading
 
 import pytest
 import requests
@@ -59,11 +61,6 @@ def request_of(payment, caller="acct_alice"):
 
 def record(nb, account, key):
     return helpers.read_item(nb["records"], {"pk": f"{account}#{key}"})
-
-
-def debit_markers(nb):
-    items = nb["wallets"].scan(ConsistentRead=True)["Items"]
-    return sorted(item["pk"] for item in items if item["pk"].startswith("debit#"))
 
 
 # --- the contract's statuses: test_http_contract.py, row by row of the notebook's own table -------------------------
@@ -123,7 +120,6 @@ def test_a_held_response_times_out_the_client_and_the_work_is_done(fresh):
 
 def test_32_concurrent_posts_with_one_key_run_the_work_once(fresh):
     nb, key = fresh, next(_keys)
-    markers = debit_markers(nb)
     session_headers = headers(nb, key)
     burst = race(lambda i: post(nb, session_headers, PAYMENT), threads=32)
     assert not [r for r in burst if isinstance(r, Exception)], burst
@@ -138,8 +134,7 @@ def test_32_concurrent_posts_with_one_key_run_the_work_once(fresh):
         else:
             assert answer.json()["error"] == "request_in_progress"
     assert (debits(nb), nb["provider"].charges) == (1, 1)
-    [marker] = set(debit_markers(nb)) - set(markers)            # one marker, for the one payment: key@started_at
-    assert marker.startswith(f"debit#acct_alice#{key}@")
+    assert record(nb, "acct_alice", key)["debited"] is True      # the payment's one record says so
 
 
 # --- bad input: a 4xx naming the problem, and nothing written -------------------------------------------------
@@ -204,7 +199,8 @@ def test_the_endpoint_without_a_key_refuses_bad_input_too(fresh):
 
 # --- DynamoDB's failure answers behind the endpoint ----------------------------------------------------------
 
-WRITES = [(0, "claim", "PutItem"), (1, "debit", "TransactWriteItems"), (2, "completion", "UpdateItem")]
+WRITES = [(0, "claim", "PutItem"), (1, "debit", "TransactWriteItems"), (2, "renewal", "UpdateItem"),
+          (3, "completion", "UpdateItem")]
 
 
 @pytest.mark.parametrize("kind, n, step", [(kind, n, step) for n, step, operation in WRITES
@@ -237,7 +233,6 @@ def test_a_failure_answer_is_never_a_false_201_and_the_same_key_finishes_once(fr
 
 def test_a_conflict_on_the_debit_is_a_503_with_nothing_debited(fresh):
     nb, key = fresh, next(_keys)
-    markers = debit_markers(nb)
     errors = ErrorResponses(at={1: CONFLICT}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
@@ -245,7 +240,7 @@ def test_a_conflict_on_the_debit_is_a_503_with_nothing_debited(fresh):
     finally:
         errors.uninstall()
     assert first.status_code == 503 and first.json()["detail"].startswith("TransactionCanceledException: resend")
-    assert (debits(nb), nb["provider"].charges, debit_markers(nb)) == (0, 0, markers)
+    assert (debits(nb), nb["provider"].charges, "debited" in record(nb, "acct_alice", key)) == (0, 0, False)
     assert record(nb, "acct_alice", key)["lease_expires_at"] == 0          # kept, bound to this payment
 
 
@@ -428,7 +423,7 @@ def test_a_key_reused_with_another_payload_after_the_provider_failed_is_refused(
 def test_a_saved_response_lost_to_throttling_is_finished_forward_not_replaced(fresh):
     """The completion is throttled past botocore's retries after the charge: no other body may use the key."""
     nb, key = fresh, next(_keys)
-    errors = ErrorResponses(at={2: THROTTLED, 3: THROTTLED, 4: THROTTLED}).install(nb["records"])
+    errors = ErrorResponses(at={3: THROTTLED, 4: THROTTLED, 5: THROTTLED}).install(nb["records"])
     errors.install(nb["wallets"])
     try:
         first = post(nb, headers(nb, key), PAYMENT)
@@ -445,14 +440,17 @@ def test_a_saved_response_lost_to_throttling_is_finished_forward_not_replaced(fr
     assert post(nb, headers(nb, key), PAYMENT).headers["idempotent-replayed"] == "true"
 
 
-def test_the_debit_marker_refuses_another_payload_under_its_key(fresh):
-    """The marker remembers what it debited: another wallet or amount under it is an error, not 'debited'."""
+def test_the_debit_is_fenced_on_the_records_lease_and_made_once(fresh):
+    """The debit marks the payment's record in its own transaction: under our lease once (True), then 'debited
+    before' (False); under a lease that is not the record's, LeaseLost and nothing moves."""
     nb, key = fresh, f"acct_alice#{next(_keys)}"
-    assert nb["debit_once"]("alice", 10, key, "acct_alice") is True
-    assert nb["debit_once"]("alice", 10, key, "acct_alice") is False         # this very debit, before
-    with pytest.raises(nb["DebitKeyReused"], match="debited 10 from 'alice'"):
-        nb["debit_once"]("alice", 99, key, "acct_alice")
-    assert debits(nb) == 1
+    nb["claim"](key, request_of(PAYMENT), "ours")
+    with pytest.raises(nb["LeaseLost"]):
+        nb["debit"](key, "not-ours", "alice", 10, "acct_alice")
+    assert debits(nb) == 0
+    assert nb["debit"](key, "ours", "alice", 10, "acct_alice") is True
+    assert nb["debit"](key, "ours", "alice", 10, "acct_alice") is False       # this very payment, before
+    assert debits(nb) == 1 and record(nb, "acct_alice", key.split("#", 1)[1])["debited"] is True
 
 
 def test_a_payment_from_someone_elses_wallet_is_refused_before_anything_is_written(fresh):
@@ -480,8 +478,8 @@ def test_a_crash_after_the_debit_leaves_a_lease_that_runs_out_then_the_same_requ
     nb, key = fresh, next(_keys)
     work, end_lease = nb["work"], nb["end_lease"]
 
-    def crash_after_the_debit(record_key, payment, account, started_at):
-        nb["debit_once"](payment["wallet"], payment["amount"], f"{record_key}@{started_at}", account)
+    def crash_after_the_debit(record_key, lease, payment, account, started_at):
+        nb["debit"](record_key, lease, payment["wallet"], payment["amount"], account)
         raise RuntimeError("the process died here")
 
     nb["work"], nb["end_lease"] = crash_after_the_debit, lambda record_key, lease: None   # a crash ends no lease
@@ -520,22 +518,27 @@ def test_an_overdraft_and_an_amount_over_the_limit_are_named_refusals_with_nothi
     assert helpers.read_balance(nb["wallets"], "alice") == OPENED_WITH and nb["provider"].charges == 0
 
 
-def test_a_payment_finished_past_the_providers_window_is_looked_up_not_charged_again(fresh):
-    """A crash after the charge, the same request a day and a minute later: the provider has forgotten its key, so
-    the handler looks the charge up (one charge), and the marker of the payment (key@started_at) stops a second
-    debit (the record, unfinished, never expires into a new payment)."""
-    nb, key = fresh, next(_keys)
+def crash_after_the_charge(nb, key):
+    """One payment whose process dies after the charge, before the completion (a crash ends no lease): a 500."""
     work, end_lease = nb["work"], nb["end_lease"]
 
-    def crash_after_the_charge(*args):
+    def crashing(*args):
         work(*args)
         raise RuntimeError("the process died after the charge")
 
-    nb["work"], nb["end_lease"] = crash_after_the_charge, lambda record_key, lease: None
+    nb["work"], nb["end_lease"] = crashing, lambda record_key, lease: None
     try:
         assert post(nb, headers(nb, key), PAYMENT).status_code == 500
     finally:
         nb["work"], nb["end_lease"] = work, end_lease
+
+
+def test_a_payment_finished_past_the_providers_window_is_looked_up_not_charged_again(fresh):
+    """A crash after the charge, the same request a day and a minute later: the provider has forgotten its key, so
+    the handler looks the charge up (one charge), and the record's `debited` stops a second debit (the record,
+    unfinished, has no expires_at: it never expires into a new payment)."""
+    nb, key = fresh, next(_keys)
+    crash_after_the_charge(nb, key)
     nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
     after = post(nb, headers(nb, key), PAYMENT)
     assert after.status_code == 201 and (debits(nb), nb["provider"].charges) == (1, 1), after.text
@@ -580,19 +583,130 @@ def test_the_worker_past_the_providers_window_looks_the_charge_up_and_never_char
     """The window rule (issue 35, step 2) for 09: the charge made, the process gone before the completion; the
     worker runs a day and a minute later, when the provider has forgotten its key: no charge request is sent."""
     nb, key, asked = fresh, next(_keys), []
-    work, end_lease = nb["work"], nb["end_lease"]
-
-    def crash_after_the_charge(*args):
-        work(*args)
-        raise RuntimeError("the process died after the charge")
-    nb["work"], nb["end_lease"] = crash_after_the_charge, lambda record_key, lease: None
-    try:
-        assert post(nb, headers(nb, key), PAYMENT).status_code == 500
-    finally:
-        nb["work"], nb["end_lease"] = work, end_lease
+    crash_after_the_charge(nb, key)
     nb["db"].clock.advance(nb["PROVIDER_WINDOW"] + 60)
     charge, first = nb["provider"].charge, charged_for(nb, key)
     nb["provider"].charge = lambda *args, **kwargs: asked.append(kwargs["idempotency_key"]) or charge(*args, **kwargs)
     assert nb["recover_unfinished"]()[f"acct_alice#{key}"] == 201           # (and any other test's leftovers)
     assert first.idempotency_key not in asked and debits(nb) == 1
     assert [c.idempotency_key for c in nb["provider"].made].count(first.idempotency_key) == 1
+
+
+# --- issue 43: one payment, one record; every step that moves money fenced on the lease -----------------------------
+
+@contextlib.contextmanager
+def stalled_before(nb, name, meanwhile):
+    """The attempt in this thread stalls just before its first call of the route's `name` (a global of the notebook),
+    and `meanwhile()` runs -- other requests, over HTTP, served by the server's threads -- before it wakes."""
+    here, original, woken = threading.get_ident(), nb[name], []
+
+    def stalling(*args, **kwargs):
+        if threading.get_ident() == here and not woken:
+            meanwhile()
+            woken.append(True)
+        return original(*args, **kwargs)
+
+    nb[name] = stalling
+    try:
+        yield woken
+    finally:
+        nb[name] = original
+
+
+def direct(nb, key, payment=PAYMENT):
+    """The route's handler called in this thread (the stalled attempt), as the server calls it."""
+    return nb["handle"](Headers({"authorization": "Bearer sk_test_alice", "idempotency-key": f'"{key}"'}),
+                        json.dumps(payment).encode())
+
+
+def said(answer):
+    """(status, error code) of an answer, sent over HTTP or returned by `handle`."""
+    body = answer.content if hasattr(answer, "content") else answer.body
+    return answer.status_code, json.loads(body).get("error", "")
+
+
+@pytest.mark.parametrize("world", ["too little", "closed"])
+def test_a_stalled_attempt_after_a_refused_takeover_moves_no_money_and_replays_the_refusal(fresh, world):
+    """Issue 43's history for 09: A1 claims and stalls past its lease; A2 takes the payment over and is refused (the
+    wallet holds 5, or is closed), saved; the wallet is topped up (reopened); A3 resends. A1 wakes: it must move no
+    money -- every answer says nothing was written, and nothing was."""
+    nb, key, answers = fresh, next(_keys), []
+    if world == "too little":
+        nb["open_account_wallet"](nb["wallets"], "alice", 5, owner="acct_alice")
+
+    def meanwhile():
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+        if world == "closed":
+            nb["wallets"].delete_item(Key={"pk": "alice"})
+        answers.append(post(nb, headers(nb, key), PAYMENT))                 # A2: takes over, refused, saved
+        nb["open_account_wallet"](nb["wallets"], "alice", OPENED_WITH, owner="acct_alice")
+        answers.append(post(nb, headers(nb, key), PAYMENT))                 # A3: the caller resends
+
+    with stalled_before(nb, "work", meanwhile):                             # A1: claimed, then stalls
+        answers.append(direct(nb, key))                                     # ... and wakes
+    answers.append(post(nb, headers(nb, key), PAYMENT))                     # any later resend
+    refused = (402, "insufficient_funds") if world == "too little" else (404, "wallet_not_found")
+    assert [said(a) for a in answers] == [refused] * 4
+    assert (debits(nb), nb["provider"].calls, nb["provider"].charges) == (0, 0, 0)
+
+
+# The route's steps, as 06's hook names them, and the route's call that comes right after each: an attempt stalled
+# there wakes into that call.
+STEPS = {"claimed": "debit", "debited": "set_lease", "charged": "complete"}
+
+
+@pytest.mark.parametrize("who", ["the route", "the recovery worker"])
+@pytest.mark.parametrize("step", STEPS)
+def test_a_stalled_attempt_whose_lease_was_taken_moves_no_money_and_calls_no_provider_when_it_wakes(fresh, step,
+                                                                                                    who):
+    """A1 -- the route, or the worker finishing a payment whose caller left -- stalls at `step` past its lease; the
+    caller's resend takes the payment over and finishes it. A1 wakes: no debit, no provider call; it answers what
+    the record holds (the resend's 201). One debit, one charge in all."""
+    nb, key, woke_calls = fresh, next(_keys), []
+    provider = nb["provider"]
+    if who == "the recovery worker":                       # a payment debited, its provider down, its caller gone
+        provider.fail_next()
+        assert post(nb, headers(nb, key), PAYMENT).status_code == 503
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + nb["RECOVERY_GRACE_SECONDS"] + 1)
+    resent = []
+
+    def meanwhile():
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+        resent.append(post(nb, headers(nb, key), PAYMENT))
+        here = threading.get_ident()
+        for name in ("charge", "find"):                    # from now on: any provider call A1 makes
+            original = getattr(provider, name)
+            setattr(provider, name, lambda *a, _o=original, **k: (
+                threading.get_ident() == here and woke_calls.append(name)) or _o(*a, **k))
+
+    with stalled_before(nb, STEPS[step], meanwhile) as woken:
+        if who == "the route":
+            answer = direct(nb, key)
+            assert answer.body == resent[0].content and answer.headers["idempotent-replayed"] == "true"
+        else:
+            assert nb["finish_left"](record(nb, "acct_alice", key)) == 201     # the record's answer: the resend's
+    assert woken and resent[0].status_code == 201, resent[0].text
+    assert woke_calls == []                                                  # no provider call after waking
+    assert (debits(nb), provider.charges) == (1, 1)
+    assert record(nb, "acct_alice", key)["status"] == "COMPLETED"
+    assert post(nb, headers(nb, key), PAYMENT).content == resent[0].content
+
+
+def test_a_stalled_attempt_meeting_an_unfinished_takeover_calls_no_provider(fresh):
+    """A1 stalls after its debit; A2 takes over and fails (the provider down), ending its own lease: the record is
+    IN_PROGRESS under A2's token. A1 wakes: its renewal is fenced on its own token, so it calls no provider and
+    answers 409; the same request resent then finishes the payment, once."""
+    nb, key, seen = fresh, next(_keys), []
+
+    def meanwhile():
+        nb["db"].clock.advance(nb["LEASE_SECONDS"] + 1)
+        nb["provider"].fail_next()
+        seen.append(post(nb, headers(nb, key), PAYMENT))                    # A2: 503 payment_incomplete
+        seen.append(nb["provider"].calls)
+
+    with stalled_before(nb, "set_lease", meanwhile):
+        woke = direct(nb, key)
+    assert said(seen[0]) == (503, "payment_incomplete") and nb["provider"].calls == seen[1]   # A1: no call
+    assert said(woke) == (409, "request_in_progress")
+    assert post(nb, headers(nb, key), PAYMENT).status_code == 201
+    assert (debits(nb), nb["provider"].charges) == (1, 1)

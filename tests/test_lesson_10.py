@@ -484,7 +484,7 @@ def test_costs_and_what_is_held_as_the_notebook_measures_them_twice(nb):
         costs, held = nb["costs"], nb["held"]
         assert costs.loc[(POSTGRES, "new payment"), "round trips to the database"] == 14
         assert costs.loc[(POSTGRES, "replay"), "round trips to the database"] == 6
-        assert costs.loc[(DYNAMODB, "new payment"), "round trips to the database"] == 3
+        assert costs.loc[(DYNAMODB, "new payment"), "round trips to the database"] == 4
         assert list(costs["provider calls"]) == [1, 0, 1, 0]
         assert list(held.loc[POSTGRES]["another payment from the wallet"]) == ["waits", "goes through"]
         assert list(held.loc[DYNAMODB]["the key's record, to others"]) == ["IN_PROGRESS, with a lease"] * 2
@@ -732,3 +732,19 @@ def test_a_holder_gone_idle_in_transaction_is_ended_and_the_waiting_duplicate_co
     with pytest.raises(psycopg.Error):
         holder.execute("SELECT 1")
     holder.close()
+
+
+# --- issue 43: one clock, from the answer ----------------------------------------------------------------------------
+
+def test_a_payment_finished_just_before_its_window_ends_is_remembered_a_day_from_its_answer(nb):
+    """Claimed at t, answered 10 s before t + RETENTION_SECONDS (the attempt was slow), resent 11 s later: the resend
+    gets the saved answer -- the window counts from the answer, not the claim -- so one debit, one charge."""
+    key, late = fresh(nb, POSTGRES), nb["RETENTION_SECONDS"] - 10
+    slow = lambda step: nb["db"].clock.advance(late) if step == "claimed" else None      # noqa: E731
+    first = nb["pay"](nb["USER"], key, nb["PAYLOAD"], "inv-1", slow)
+    nb["db"].clock.advance(11)
+    again = nb["pay"](nb["USER"], key, nb["PAYLOAD"], "inv-2")
+    nb["deliver_all"]()
+    assert again == first and (debits(nb, POSTGRES), charges(nb, POSTGRES)) == (1, 1)
+    [row] = [r for r in nb["rows"]("idempotency").to_dict("records") if r["idempotency_key"] == key]
+    assert row["expires_at"] == row["created_at"] + late + nb["RETENTION_SECONDS"]     # a day from the answer

@@ -257,12 +257,12 @@ HANDLERS = {
     "03": (8, ["debit_naive", "debit_idempotent", "pay"]),
     "04": (8, ["debit_guarded", "debit_guarded_ambiguous", "debit_with_receipt"]),
     "05": (8, ["debit_ledger", "debit_token"]),
-    "06": (14, ["claim", "take_over", "same_debit", "debit_once", "do_work", "complete", "answer_from",
+    "06": (14, ["claim", "take_over", "set_lease", "debit", "do_work", "complete", "answer_from",
                 "end_lease", "pay"]),
     "07": (9, ["already_applied", "debit_once", "consume", "stream_handler", "handler_partial"]),
     "08": (7, ["debit_ledger", "debit_mistaken"]),
-    "09": (10, ["checked_key", "payment_of", "check_owner", "claim", "take_over", "debit_once", "complete",
-                "answer_from", "handle", "finish", "recover_unfinished"]),
+    "09": (12, ["checked_key", "payment_of", "check_owner", "claim", "take_over", "debit", "set_lease", "work",
+                "complete", "answer_from", "handle", "finish", "recover_unfinished"]),
     "10": (8, ["claim", "debit_and_enqueue", "save_response", "in_one_transaction", "pay", "deliver_one"]),
     "11": (5, ["unfinished_payments", "finish_forward", "powertools_handler"]),
 }
@@ -274,11 +274,15 @@ PRIORITY = ("condition-always-true", "clause-moot", "attribute_not_exists swappe
 
 # Kinds of mistake the issue names that a generic operator finds, taken before each lesson's quota is filled.
 FORCED = (("06", "complete", "clause-moot (lease_token = :mine)"),        # the fence on the lease token removed
+          ("06", "debit", "clause-moot (lease_token = :mine)"),           # the debit's own fence removed
           ("06", "claim", "clause-moot (expires_at < :now)"),             # the retention (TTL) check removed
           ("06", "claim", "python comparison flipped"),                   # a lease's end off by one
           ("06", "answer_from", "if never taken"),                        # the payload comparison dropped
           ("09", "take_over", "clause-moot (lease_token = :theirs)"),
-          ("09", "claim", "clause-moot (expires_at < :now)"))
+          ("09", "claim", "clause-moot (expires_at < :now)"),
+          ("09", "debit", "clause-moot (lease_token = :mine)"),             # the debit's fence on the lease dropped
+          ("09", "work", "if never taken"),                               # the renewal before the provider dropped
+          ("09", "set_lease", "clause-moot (lease_token = :mine)"))
 
 # Mistakes no one-node operator makes: several lines moved or rewritten, as a person would.
 HAND = [
@@ -301,12 +305,17 @@ HAND = [
                        ConditionExpression="attribute_not_exists(sk)")
 """),
     ("06", "pay", "success saved before the work",
-     """        response = do_work(key, payload, invocation, hook, int(record["started_at"]))
+     """        response = do_work(key, payload, invocation, lease_token, hook, int(record["started_at"]))
         completed = complete(key, lease_token, response)
 """,
      """        response = {"status": 201, "body": json.dumps({"amount": payload["amount"], "served_by": invocation})}
         completed = complete(key, lease_token, response)
-        do_work(key, payload, invocation, hook, int(record["started_at"]))
+        do_work(key, payload, invocation, lease_token, hook, int(record["started_at"]))
+"""),
+    ("06", "do_work", "no fence before the provider",
+     """    if not set_lease(key, lease_token, now_ms() + LEASE_SECONDS * 1000):   # still ours? Then the provider,
+""",
+     """    if False:                                                            # still ours? Then the provider,
 """),
     ("06", "claim", "payload comparison dropped from the take-over",
      """            and record["payload_fingerprint"] == fingerprint(payload)):""",
@@ -329,6 +338,10 @@ HAND = [
         save_response(conn, user_id, key, response)
         debit_and_enqueue(conn, user_id, key, payload, hook)
 """),
+    ("10", "save_response", "the window counted from the claim, not the answer",
+     """response["body"], now() + RETENTION_SECONDS,\n""",
+     """response["body"], conn.execute("SELECT created_at FROM idempotency WHERE user_id = %s AND "\n"""
+     """         "idempotency_key = %s", (user_id, key)).fetchone()[0] + RETENTION_SECONDS,\n"""),
     ("10", "lock_key", "the row lock dropped (FOR UPDATE)",
      """"FROM idempotency WHERE user_id = %s AND idempotency_key = %s FOR UPDATE\"""",
      """"FROM idempotency WHERE user_id = %s AND idempotency_key = %s\""""),

@@ -11,7 +11,8 @@ the consumer's deliveries (1 = its first) die just before the delete. A handler
 that *raises* is treated as a real consumer loop treats it: the error is
 recorded on the delivery, the message is not deleted, and SQS delivers it again
 after the visibility timeout. That is how a consumer says "nothing was written,
-try again" -- e.g. when DynamoDB cancelled its transaction for a conflict.
+try again" -- e.g. when DynamoDB cancelled its transaction for a conflict. A body
+that is not JSON is refused the same way, as `BadInput`, before the handler runs.
 
 SQS always comes from moto here. Put moto's SQS on the virtual clock first
 (`helpers.fidelity.sqs_clock.use_virtual_time(db.clock)`), so a visibility timeout passes
@@ -34,7 +35,7 @@ class Delivery:
 
     number: int            # the consumer's own count: 1 for its first delivery
     receive_count: int     # SQS's ApproximateReceiveCount for this message
-    body: Any              # the message body, parsed from JSON
+    body: Any              # the message body, parsed from JSON (its text if it is not JSON)
     outcome: Any           # what the handler returned (None if it raised)
     deleted: bool          # False when the consumer crashed before DeleteMessage, or the handler raised
     error: BaseException | None = None   # what the handler raised, if it did
@@ -65,6 +66,14 @@ def fresh_queue(sqs: Any, name: str, *, visibility_timeout: int = 30, **attribut
 def queue_arn(sqs: Any, queue_url: str) -> str:
     """The queue's ARN (a redrive policy names its dead-letter queue by ARN)."""
     return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def _parsed(text: str) -> Any:
+    """A message body parsed from JSON; `BadInput`, naming it, if it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise BadInput(f"the message body is not JSON: {text[:60]!r}") from None
 
 
 class Consumer:
@@ -108,10 +117,11 @@ class Consumer:
         number = len(self.deliveries) + 1
         receive_count = int(message["Attributes"]["ApproximateReceiveCount"])
         self._note("queue", f"delivers (receive count {receive_count})", to="consumer")
-        outcome, error = None, None
+        outcome, error, body = None, None, message["Body"]
         try:
-            outcome = self.handle(json.loads(message["Body"]))
-        except Exception as raised:  # the handler failed: the message stays, SQS delivers it again
+            body = _parsed(body)
+            outcome = self.handle(body)
+        except Exception as raised:  # the handler failed (or the body is not JSON): the message stays
             error = raised
         deleted = error is None and number not in self.crash_before_delete
         if deleted:
@@ -121,6 +131,6 @@ class Consumer:
             self._note("consumer", f"handler raised {type(error).__name__}: no DeleteMessage")
         else:
             self._note("consumer", "crashes before DeleteMessage")
-        delivery = Delivery(number, receive_count, json.loads(message["Body"]), outcome, deleted, error)
+        delivery = Delivery(number, receive_count, body, outcome, deleted, error)
         self.deliveries.append(delivery)
         return delivery
