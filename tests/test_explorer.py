@@ -37,3 +37,20 @@ def test_the_default_check_finds_issue_43s_history_on_06_before_it_by_itself():
     assert "lease after" in events and ("close" in events or "elsewhere" in events), str(verdict)
     assert answers[0] in ("WalletNotFound", "InsufficientFunds") and answers[-1].startswith("201"), str(verdict)
     assert "charged 20" in verdict.sentence, str(verdict)
+
+
+@pytest.mark.backend_independent
+def test_the_specification_says_what_it_judges():
+    """Issue 45: the failure answers drawn are named, with why not the others; *bound* says what check_answer
+    judges (two successes under one key), and where *once* takes over (a failed first attempt)."""
+    from helpers import specification
+    from helpers.dynamodb_errors import DISTINCT_KINDS, MORE_KINDS
+
+    drawn = {event.kind for event in catalogue.ANSWERS}
+    assert set(DISTINCT_KINDS) | set(MORE_KINDS) <= drawn
+    assert set(catalogue.NOT_DRAWN) == {"ItemCollectionSizeLimitExceededException",
+                                        "ReplicatedWriteConflictException", "ResourceNotFoundException"}
+    text = " ".join(specification.__doc__.split())
+    assert "every success answered under one key is for one payload" in text
+    assert "A failed first attempt is not judged by its answer" in text
+    assert "every failure answer DynamoDB can give" not in text
