@@ -31,6 +31,8 @@ their own folders:
     specification    the five properties every retry-safe handler holds (once, bound, truthful, live, useful)
     checker          check_handler(): generated histories against a handler, held to the specification
     subjects         what the checker holds: a handler (06), a debit (03-05, 08), HTTP (09), Postgres (10), a record
+    catalogue        what can happen while a payment is in flight: the checker's events, as data, with sources
+    explorer         the checker's exhaustive phase: every catalogue event at every point, before the random one
     charts, notebook display settings and small chart functions
     exercises/       one checker per lesson's "Your turn" (check_retry_safe_debit() ...): instant feedback
     services/        the simulated AWS services: API Gateway, SQS and Lambda's poller, a payment provider...

@@ -67,7 +67,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
+from .catalogue import world_words
 from .dynamodb_errors import DISTINCT_KINDS
+from .explorer import Placement, explore
 from .fidelity.search_constants import without_local_constants
 from .specification import (
     BOUND,
@@ -85,12 +87,10 @@ from .specification import (
     Violation,
     check_answer,
     check_money,
-    same_answer,
     classify,
     in_words,
+    same_answer,
 )
-from .catalogue import world_words
-from .explorer import Placement, explore
 from .subjects import WALLETS, RecordSubject, Subject, said
 from .wire import Call, Layer
 
@@ -865,7 +865,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
 
     Before the random histories, an exhaustive phase (`helpers.explorer`) places each event of the catalogue
     (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges -- all of them
-    from `histories=100` on, the first `histories` below that -- for a 06-shaped handler (a `Subject` whose `explores` is true), unless
+    from `histories=100` on, the first `histories` below that -- for a 06-shaped handler (a `Subject` whose
+    `explores` is true), unless
     `explore_first=False` or one request at a time.
     """
     if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):

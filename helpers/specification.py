@@ -6,8 +6,8 @@ lost DynamoDB answer, each failure answer a lesson's handler can meet (the catal
 it draws, and why not the others), the payment provider down or charging and then failing, another request run
 to its end, attempts sharing an invocation ID and a millisecond, the clock moved to either side of every clock
 (leases, retention windows, the provider's window, a TTL) and a TTL sweep, the world changing (a wallet closed,
-reopened, topped up, paid from elsewhere), amounts at their limits. At **quiescence** (every crashed attempt's lease over, and each key's first request sent
-again until it gets a final answer), five properties hold:
+reopened, topped up, paid from elsewhere), amounts at their limits. At **quiescence** (every crashed attempt's lease
+over, and each key's first request sent again until it gets a final answer), five properties hold:
 
 1. **once** -- a logical operation (a caller's key, within its retention window) takes effect at most
    once, and exactly once if any copy was answered success. (After the window a design may forget a finished

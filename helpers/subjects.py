@@ -371,7 +371,8 @@ class HttpSubject(Subject):
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
         response = self.ns["send"](self.CALLERS[caller], '"{key}"', payload, key=key)
-        headers = {name: response.headers[name] for name in (*CONTRACT_HEADERS, *REPLAY_MARKS) if name in response.headers}
+        named = (*CONTRACT_HEADERS, *REPLAY_MARKS)
+        headers = {name: response.headers[name] for name in named if name in response.headers}
         return {"status": response.status_code, "body": response.text, "headers": headers}
 
 

@@ -18,7 +18,6 @@ from botocore.exceptions import ClientError
 
 from helpers import InsufficientFunds, WalletNotFound, read_item
 
-
 GRACE_SECONDS = 60          # the recovery worker leaves a payment alone until its lease ended this long ago
 
 
@@ -44,7 +43,8 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
     def claim(key: str, payload: dict[str, Any], token: str) -> dict[str, Any]:
         t, t_ms = nb["now"](), nb["now_ms"]()
         item = {"pk": key, "status": "IN_PROGRESS", "lease_token": token, "started_at": t,
-                "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000, "payload_fingerprint": nb["fingerprint"](payload),
+                "lease_expires_at": t_ms + nb["LEASE_SECONDS"] * 1000,
+                "payload_fingerprint": nb["fingerprint"](payload),
                 "wallet": payload["wallet"], "amount": payload["amount"]}       # for the recovery worker
         if ttl_at_claim:
             item["expires_at"] = t + nb["RETENTION_SECONDS"]
@@ -208,7 +208,8 @@ def make_pay(nb: dict[str, Any], *, unfenced: bool = False, frees_key: bool = Fa
             payload = {"wallet": record["wallet"], "amount": int(record["amount"])}
             if refunds:
                 if record.get("debited"):
-                    nb["wallets"].update_item(Key={"pk": payload["wallet"]}, UpdateExpression="SET balance = balance + :a",
+                    nb["wallets"].update_item(Key={"pk": payload["wallet"]},
+                                              UpdateExpression="SET balance = balance + :a",
                                               ExpressionAttributeValues={":a": payload["amount"]})
                 nb["complete"](record["pk"], token, {"status": 502, "body": json.dumps({"error": "refunded"})})
                 done[record["pk"]] = "refunded"

@@ -868,8 +868,8 @@ def _check_request_with(refuse: Callable[[dict[str, Any], str, dict[str, Any]], 
 
 
 EXPLORED = [
-    Wrong("06 before issue 43", SAVED, "A refused takeover frees the key while the stalled first attempt may still act: "
-          "the caller resends once the wallet is open again and is paid, then the first attempt wakes and charges "
+    Wrong("06 before issue 43", SAVED, "A refused takeover frees the key while the stalled first attempt may still "
+          "act: the caller resends once the wallet is open again and is paid, then the first attempt wakes and charges "
           "again.", lambda: _before_43("06 before issue 43")),
     Wrong("06 key freed after an error", SAVED, "After an error (the provider's answer lost after it charged) the "
           "record is deleted: the resend is a new payment, debited and charged again.",
