@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalogue import BY_NAME, PROVIDER, STEP, WRITE, Event, drawn_by
+from .catalogue import BY_NAME, PROVIDER, WRITE, Event, drawn_by
 from .specification import Crash, Violation
 from .ttl import sweep, ttl_attribute
 from .wire import WRITES
