@@ -891,7 +891,8 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
             for client in subject.clients:
                 between.install(client)
         try:
-            exploring = explore_first if explore_first is not None else getattr(subject, "explores", False)
+            # a subject's own class says whether it explores: a subclass made elsewhere (an exercise's) opts in itself
+            exploring = explore_first if explore_first is not None else vars(type(subject)).get("explores", False)
             limit = None if histories >= EXPLORE_ALL else histories     # a small budget: the first placements
             found = (explore(machine.base, subject, keys_reused, limit=limit)
                      if exploring and not record and not one_at_a_time else None)
