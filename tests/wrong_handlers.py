@@ -633,8 +633,9 @@ ENDPOINTS = [
           "after a failure past the charge charges the card again.",
           lambda: _09("09 a fresh provider key per attempt", provider_key=_09_fresh_provider_key),
           histories=200, lacks="a history that reaches it in 09's redesign (issue 43): held over 200 histories since "
-                               "that merge, on main too; to rework with the new 09"),     # found since a fault may last through the route's own resends, or a request run between
-                              # two of its DynamoDB calls
+                               "that merge, on main too; to rework with the new 09"),
+    # (before 09's redesign it was found since a fault may last through the route's own resends, or a request run
+    # between two of its DynamoDB calls)
     Wrong("09 replay re-rendered", HTTP, "The replay is rebuilt from the saved body (a field added), not sent as the "
           "saved bytes.", lambda: _09("09 replay re-rendered", replay=_09_rerendered)),
     Wrong("09 an unfinished payment answered 400", HTTP, "An error after the claim -- the debit may have been made -- "
