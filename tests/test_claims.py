@@ -191,3 +191,25 @@ def test_every_botocore_version_named_is_the_pinned_one(path):
             wrong.append(f"a link at {match.group(1)!r}: {match.group()}")
     assert not wrong, (f"requirements.txt pins botocore {pin}; {path.relative_to(ROOT)} names another version "
                        "(say the pinned one, and link its tag):\n" + "\n".join(wrong))
+
+
+# --- the specification's properties (issue 45): five, wherever they are listed ----------------------------------
+
+PROPERTY_LIST = ("**once**", "**bound to its payload**", "**truthful**", "**live**", "**useful**")
+
+
+def _markdown(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text(encoding="utf-8")
+    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("path", [*NOTEBOOKS, ROOT / "README.md"], ids=[*IDS, "README.md"])
+def test_every_list_of_the_properties_names_all_five(path):
+    """A text that lists the properties as the specification does (bold, one a line) lists all five: 09 and 11
+    listed four where the checker holds five (issue 45)."""
+    text = _markdown(path)
+    assert "four properties" not in text.lower(), path.name
+    if "**live**" in text:
+        missing = [name for name in PROPERTY_LIST if name not in text]
+        assert not missing, f"{path.name} lists the properties without {', '.join(missing)}"
