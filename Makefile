@@ -78,7 +78,7 @@ notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/refresh_notebooks.py
 
 # Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test alone
-# takes 12-14 min on 2 cores), and writes the tables into README.md.
+# takes 16-18 min on 2 cores), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
 	$(BIN)/python tools/bench.py --write --tiers --install
 
