@@ -30,6 +30,8 @@ their own folders:
     scenarios        06's six scenarios run against a handler, logged and drawn (the harness, not the lesson)
     specification    the five properties every retry-safe handler holds (once, bound, truthful, live, useful)
     checker          check_handler(): generated histories against a handler, held to the specification
+    machine          the checker's random histories: what hypothesis draws, and the machine that sends it
+    history          a history as data: each step (a request and its answer, a fault, an event) a record
     subjects         what the checker holds: a handler (06), a debit (03-05, 08), HTTP (09), Postgres (10), a record
     catalogue        what can happen while a payment is in flight: the checker's events, as data, with sources
     explorer         the checker's exhaustive phase: every catalogue event at every point, before the random one

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .catalogue import BY_NAME, PROVIDER, WRITE, Event, drawn_by
+from .history import When
 from .specification import Crash, Violation
 from .ttl import sweep, ttl_attribute
 from .wire import WRITES
@@ -64,22 +65,17 @@ class Placement:
             APPLY[act.event.family](machine, act, where, nested_moved)
 
 
-def _when(where: str) -> str:
-    return f"while the next one is {where}"
-
-
 def _request(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
-    machine.meanwhile(act.request, f"{act.event.words}, {_when(where)}", nested_moved)
+    machine.meanwhile(act.request, When(where, before=f"{act.event.words}, "), nested_moved)
 
 
 def _world(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:
-    machine.change(act.event.name, act.wallet, act.amount, when=_when(where) if where else "")
+    machine.change(act.event.name, act.wallet, act.amount, when=When(where).words() if where else "")
 
 
 def _note(machine: Any, act: Act, where: str, extra: str = "") -> None:
     said = act.event.words.format(wallet=act.wallet, amount=act.amount) + extra
-    machine.said.append({"said": f"{said} ({_when(where)})" if where else said, "event": act.event.name,
-                         "wait": act.event.family})
+    machine.happened(act.event.name, act.event.family, f"{said} ({When(where).words()})" if where else said)
 
 
 def _clock(machine: Any, act: Act, where: str, nested_moved: dict[str, int]) -> None:

@@ -57,7 +57,7 @@ Designs that give a property up on purpose say which (the lessons name it beside
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,6 +302,75 @@ def check_money(ops: list[Operation], debited: Mapping[str, int], charged: Mappi
             continue
         money = f"wallet {wallet!r}: debited {d}" + ("" if charged is None else f", charged {c}")
         raise Violation(ONCE, f"{money}, but the answers said {s} was paid")
+
+
+def check_final(op: Operation, payload: tuple[str, int], answer: Any, resends: int) -> None:
+    """Live: a client without a final answer, having sent its request `resends` more times after each lease, has
+    one now (0 resends: a client that cannot resend its call, which then gave up where a resend would have
+    finished it)."""
+    if classify(answer) in FINAL:
+        return
+    if resends == 0:
+        raise Violation(LIVE, f"{op.caller}'s payment {op.key!r} ({_pay(payload)}) got no final answer: the "
+                              "client gave up where a resend would have finished it")
+    raise Violation(LIVE, f"{op.caller}'s key {op.key!r} ({_pay(payload)}) got no final answer in {resends} "
+                          "resends after its lease ran out")
+
+
+def check_returned(op: Operation, payload: tuple[str, int], answer: Any) -> None:
+    """Live, with callers who leave: a caller coming back once, after the recovery worker ran, gets a final answer."""
+    if classify(answer) not in FINAL:
+        raise Violation(LIVE, f"{op.caller}'s key {op.key!r} ({_pay(payload)}) came back after the recovery "
+                              f"worker and got {in_words(answer)}, not a final answer")
+
+
+def check_rerun(before: Mapping[str, int], after: Mapping[str, int]) -> None:
+    """Once, with callers who leave: the recovery worker run a second time moves no money."""
+    if dict(after) != dict(before):
+        raise Violation(ONCE, "the recovery worker's second run moved money")
+
+
+def check_half_done(money: Mapping[str, int], wallets: Iterable[str]) -> None:
+    """Once, with callers who leave: after the recovery worker, no payment is half done -- per wallet, what was
+    debited was charged."""
+    for w in wallets:
+        d, c = money[f"{w} debited"], money[f"{w} charged"]
+        if d != c:
+            raise Violation(ONCE, f"wallet {w!r}: debited {d}, charged {c} once its callers had left: a payment "
+                                  "left half done, with nobody to resend it")
+
+
+def check_window(provider: Any, cutoff: float) -> None:
+    """Once (issue 35): no charge is asked with a key whose first charge is older than the provider's window less the
+    design's margin (`cutoff`): past it the provider may forget the key and charge again, so the charge is looked up
+    instead. `provider` keeps what it `made` and what it was `asked` ((key, when) pairs)."""
+    first: dict[str, float] = {}
+    for charge in provider.made:
+        first.setdefault(charge.idempotency_key, charge.charged_at)
+    for key, at in provider.asked:
+        if key in first and at - first[key] >= cutoff:
+            raise Violation(ONCE, f"a charge was asked again with provider key {key!r} "
+                                  f"{(at - first[key]) / 3600:.1f} h after its first charge, past the provider's "
+                                  "window less the margin: it may have forgotten the key and charge twice (look the "
+                                  "charge up instead)")
+
+
+def check_written(subject: Any, request: tuple, words: str, kind: str, before: Any, after: Any) -> None:
+    """Truthful, for a write that is not money (`subject` a `RecordSubject`: it reads the item back, and says whether
+    it `holds` the request's write): a success finds the write there; an answer that says nothing was written
+    finds the item as it was."""
+    if kind == SUCCESS and not subject.holds(after, request):
+        raise Violation(TRUTHFUL, f"the answer {words} says {subject.describe(request)} was written, but reading "
+                                  f"it back finds {subject.show(after)}")
+    if kind in NOTHING_WRITTEN and after != before:
+        raise Violation(TRUTHFUL, f"the answer {words} says nothing was written, but the item went from "
+                                  f"{subject.show(before)} to {subject.show(after)}")
+
+
+def check_written_final(described: str, kind: str | None, resends: int) -> None:
+    """Live, for a write that is not money: resent `resends` times, the request has a final answer."""
+    if kind not in FINAL:
+        raise Violation(LIVE, f"{described} got no final answer in {resends} resends")
 
 
 def _same(a: Any, b: Any) -> bool:

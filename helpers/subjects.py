@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, ErrorResponses
 from .faults import LostResponses
 from .fidelity.faithful_moto import answered_by
+from .history import ANSWER, ANSWERS, LOST, PROVIDER_DOWN, STILL_IN_PROGRESS, Fault
 from .services.payment_provider import PaymentProvider
 from .specification import CONTRACT_HEADERS, REPLAY_MARKS, SUCCESS, UNKNOWN, classify, in_words
 from .tables import as_dynamodb_json, as_python
@@ -212,29 +213,29 @@ class Subject:
         """An answer in a few words, for the history."""
         return in_words(answer)
 
-    def arm(self, fault: tuple | None) -> None:
-        kind = fault[0] if fault else None
-        self.lost.restart(at={fault[1]} if kind == "lost" else ())
-        self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
-        self.in_progress.restart(at={fault[1]: IN_PROGRESS_APPLIED if fault[2] else IN_PROGRESS}
-                                 if kind == "in progress" else   # the n-th transaction and its resends: a lasting fault
-                                 dict.fromkeys(range(fault[1], fault[1] + self.attempts), fault[2])
-                                 if kind == "answers" else {})
+    def arm(self, fault: Fault | None) -> None:
+        """Arm `fault` (a `helpers.history.Fault`) on the subject's clients and provider, for the next request."""
+        family, n, kind = (fault.family, fault.n, fault.kind) if fault else (None, 0, None)
+        self.lost.restart(at={n} if family == LOST else ())
+        self.errors.restart(at={n: kind} if family == ANSWER else {})
+        self.in_progress.restart(at={n: kind} if family == STILL_IN_PROGRESS else   # the n-th transaction and its
+                                 dict.fromkeys(range(n, n + self.attempts), kind)   # resends: a lasting fault
+                                 if family == ANSWERS else {})
         if self.provider is not None:
-            self.provider.fail_next(fault[1] if kind == "provider down" else 0)
+            self.provider.fail_next(n if family == PROVIDER_DOWN else 0)
         self.marks = (len(self.errors.answered), len(self.in_progress.answered),
                       self.provider.calls if self.provider is not None else 0)
 
-    def fired(self, fault: tuple | None) -> bool:
+    def fired(self, fault: Fault | None) -> bool:
         """Whether the armed fault happened during the call (a handler may make fewer writes than it names)."""
-        kind = fault[0] if fault else None
-        if kind == "lost":
+        family = fault.family if fault else None
+        if family == LOST:
             return bool(self.lost.lost)
-        if kind == "answer":
+        if family == ANSWER:
             return len(self.errors.answered) > self.marks[0]
-        if kind in ("in progress", "answers"):
+        if family in (STILL_IN_PROGRESS, ANSWERS):
             return len(self.in_progress.answered) > self.marks[1]
-        return kind == "provider down" and self.provider is not None and self.provider.calls > self.marks[2]
+        return family == PROVIDER_DOWN and self.provider is not None and self.provider.calls > self.marks[2]
 
 
 class DebitSubject(Subject):
@@ -427,11 +428,11 @@ class OutboxSubject(Subject):
             self.ns["deliver_all"]()
             self.clock.advance(self.ns["BACKOFF_SECONDS"] * 2 ** self.ns["MAX_ATTEMPTS"])
 
-    def arm(self, fault: tuple | None) -> None:
-        if fault is not None and fault[0] == "provider down":
-            self.provider.fail_next(fault[1])
+    def arm(self, fault: Fault | None) -> None:
+        if fault is not None and fault.family == PROVIDER_DOWN:
+            self.provider.fail_next(fault.n)
 
-    def fired(self, fault: tuple | None) -> bool:
+    def fired(self, fault: Fault | None) -> bool:
         return fault is not None     # the provider's failures fall on the worker's later calls
 
 
@@ -497,10 +498,10 @@ class RecordSubject:
             for schedule in (self.errors, self.lost):
                 schedule.uninstall()
 
-    def arm(self, fault: tuple | None) -> None:
-        kind = fault[0] if fault else None
-        self.lost.restart(at={fault[1]} if kind == "lost" else ())
-        self.errors.restart(at={fault[1]: fault[2]} if kind == "answer" else {})
+    def arm(self, fault: Fault | None) -> None:
+        family = fault.family if fault else None
+        self.lost.restart(at={fault.n} if family == LOST else ())
+        self.errors.restart(at={fault.n: fault.kind} if family == ANSWER else {})
 
 
 class ProviderTimedOut(ConnectionError):

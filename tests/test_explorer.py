@@ -11,6 +11,7 @@ import wrong_handlers
 
 from helpers import catalogue
 from helpers.checker import check_handler
+from helpers.history import Sent
 from helpers.specification import ONCE
 
 
@@ -32,8 +33,8 @@ def test_the_default_check_finds_issue_43s_history_on_06_before_it_by_itself():
         verdict = check_handler(pay, **options)
     assert time.monotonic() - started < 20
     assert verdict.broken == ONCE and verdict.placed, str(verdict)
-    events = [step.get("event") for step in verdict.history]
-    answers = [step.get("answer") for step in verdict.history if "caller" in step]
+    events = [getattr(step, "event", None) for step in verdict.history]
+    answers = [step.answer for step in verdict.history if isinstance(step, Sent)]
     assert "lease after" in events and ("close" in events or "elsewhere" in events), str(verdict)
     assert answers[0] in ("WalletNotFound", "InsufficientFunds") and answers[-1].startswith("201"), str(verdict)
     assert "charged 20" in verdict.sentence, str(verdict)
@@ -54,3 +55,33 @@ def test_the_specification_says_what_it_judges():
     assert "every success answered under one key is for one payload" in text
     assert "A failed first attempt is not judged by its answer" in text
     assert "every failure answer DynamoDB can give" not in text
+
+
+CHECKER_MODULES = ("checker", "machine", "history", "explorer", "specification", "catalogue", "subjects")
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("module", CHECKER_MODULES)
+def test_no_function_of_the_checker_is_over_100_lines(module):
+    """Issue 44: the state machine at module level, in small functions -- none over 100 lines."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).parent.parent / "helpers" / f"{module}.py").read_text())
+    long = {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100}
+    assert not long, f"helpers/{module}.py: functions over 100 lines: {long}"
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("module", [m for m in CHECKER_MODULES if m != "specification"])
+def test_every_judgment_is_the_specifications(module):
+    """Issue 44: the checker generates and records; only helpers/specification.py says a property broke (a
+    `Violation` is made there and nowhere else)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).parent.parent / "helpers" / f"{module}.py").read_text())
+    made = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Violation"]
+    assert not made, f"helpers/{module}.py makes a Violation (a judgment) at lines {made}"

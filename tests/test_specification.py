@@ -16,6 +16,7 @@ from summary_lines import summary
 import helpers
 from helpers import specification as spec
 from helpers.checker import Verdict, check_handler
+from helpers.history import Sent
 
 from notebook_code import lesson
 
@@ -136,7 +137,7 @@ def test_powertools_outside_lambda_gives_up_live(nb):
     explored = check_handler(nb["pay_powertools_outside_lambda"], histories=100, shrink=False,
                              name="06 Powertools outside Lambda")
     assert explored.broken == spec.TRUTHFUL and explored.placed, str(explored)
-    assert any(step.get("event") == "ttl sweep" for step in explored.history), str(explored)
+    assert any(getattr(step, "event", None) == "ttl sweep" for step in explored.history), str(explored)
 
 
 def tempting(nb, *, give_back: bool):
@@ -231,12 +232,12 @@ def test_a_broken_verdict_draws_its_shortest_history_and_a_held_one_draws_nothin
                                                                        "provider"}
     texts = [t.get_text() for t in ax.texts]
     for step in verdict.history:               # each step of the history is on the chart: the request, the answer
-        if "caller" in step:
-            how = "resent at quiescence" if step["invocation"] == "quiesce" else step["invocation"]
-            assert f"{step['key']}: {step['amount']} {step['wallet']} ({how})" in texts
-            assert step["answer"] in texts
+        if isinstance(step, Sent):
+            how = "resent at quiescence" if step.invocation == "quiesce" else step.invocation
+            assert f"{step.key}: {step.amount} {step.wallet} ({how})" in texts
+            assert step.answer in texts
     red = [line for line in ax.lines if to_hex(line.get_color()) == to_hex("tab:red")]
-    assert len(red) == sum(1 for step in verdict.history if step.get("broken")) == 1
+    assert len(red) == sum(1 for step in verdict.history if step.broken) == 1
     again = verdict.draw()
     assert [t.get_text() for t in again.axes[0].texts] == texts                       # the same chart every time
     assert check_handler(nb["pay"], histories=3, name="06 pay").draw() is None

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..dynamodb_errors import CONFLICT, ErrorResponses
+from ..history import LOST, Fault
 from ..http_faults import LostHttpResponses
 from ..tables import read_balance
 from .specified import Specification
@@ -181,14 +182,14 @@ def ClientSubject(pay: Pay) -> Any:  # noqa: N802 - made like a class, on first 
                 return {"status": error.response.status_code, "body": error.response.text}
             return {"status": 201, "body": json.dumps(body, sort_keys=True)}
 
-        def fired(self, fault: tuple | None) -> bool:
-            return fault is not None and fault[0] == "lost" or super().fired(fault)   # an HTTP answer lost
+        def fired(self, fault: Fault | None) -> bool:
+            return fault is not None and fault.family == LOST or super().fired(fault)   # an HTTP answer lost
 
-        def arm(self, fault: tuple | None) -> None:
-            lost_http = fault is not None and fault[0] == "lost"
+        def arm(self, fault: Fault | None) -> None:
+            lost_http = fault is not None and fault.family == LOST
             super().arm(None if lost_http else fault)          # DynamoDB's answers and the provider, on the server
             if lost_http:
-                self.ns["lost"].restart(at=[fault[1]], how="close")   # the server commits, the connection closes
+                self.ns["lost"].restart(at=[fault.n], how="close")   # the server commits, the connection closes
             else:
                 self.ns["lost"].restart()
 

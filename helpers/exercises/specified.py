@@ -23,6 +23,7 @@ import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..history import ANSWER, ANSWERS, LOST, PROVIDER_DOWN, Fault, Sent, Written
 from ..subjects import RecordSubject, read_in_process
 from ..tables import as_dynamodb_json, as_python, read_item, with_ints
 from ..wire import client_of
@@ -66,46 +67,46 @@ CODE = {"Throttling": "ThrottlingException", "ProvisionedThroughputExceeded": "P
 INTERNAL_ID = re.compile(r"\b(?:r\d+-\d+-k\d+(?:\.\d+)?|inv-\d+|ch_\d+|[0-9a-f]{8,})\b")
 
 
-def story(step: dict[str, Any], who: str = "your function") -> str:
-    """One step of a history in a learner's words: who sent what, what DynamoDB (or the provider) answered, and
-    what `who` answered -- no harness names: ``Shop A sends payment k1 (10 from alice); DynamoDB answers its first
-    write with TransactionConflict (nothing written); your debit answers WalletNotFound``."""
-    if "caller" not in step:                             # a wait, the world changing, a resend at quiescence
-        said = step["said"].replace(" -> ", f"; {who} answers ")
-        return INTERNAL_ID.sub("", said).replace("  ", " ").strip().rstrip(".") + "."
-    caller = step["caller"]
-    caller = f"Shop {caller[5:].upper()}" if caller.startswith("shop-") else caller
-    sent = f"{caller} sends payment {step['key'].split('.')[0]} ({step['amount']} from {step['wallet']})"
-    if step.get("invocation") not in (None, "inv-1"):
+def story(step: Any, who: str = "your function") -> str:
+    """One step of a history (a `helpers.history` record) in a learner's words: who sent what, what DynamoDB (or
+    the provider) answered, and what `who` answered -- no harness names: ``Shop A sends payment k1 (10 from alice);
+    DynamoDB answers its first write with TransactionConflict (nothing written); your debit answers
+    WalletNotFound``."""
+    if isinstance(step, Written):                        # a write that is not money
+        told = f"a caller sends {step.sent}" + (step.fault.words(one_write=True) if step.fault else "") + \
+            f"{step.resent}; {who} answers {step.answer}"
+        return INTERNAL_ID.sub("", told).replace("  ", " ").strip().rstrip(".") + "."
+    if not isinstance(step, Sent):                       # a wait, the world changing
+        return INTERNAL_ID.sub("", step.words()).replace("  ", " ").strip().rstrip(".") + "."
+    caller = f"Shop {step.caller[5:].upper()}" if step.caller.startswith("shop-") else step.caller
+    sent = f"{caller} sends payment {step.key.split('.')[0]} ({step.amount} from {step.wallet})"
+    if step.invocation not in (None, "inv-1"):
         sent += " to a second instance"
     events = [sent]
-    fault = step.get("fault")
-    if fault:
-        events.append(_fault_story(fault))
-    what = step.get("what", "")
-    if ", crashing at " in what:
-        events.append("it crashes at " + what.split(", crashing at ")[1].split(",")[0])
-    if ", taking " in what:
-        events.append("it takes " + what.split(", taking ")[1].split(",")[0])
-    answer = _answer_story(step.get("answer", ""))
+    if step.fault:
+        events.append(_fault_story(step.fault))
+    if step.crashed_step:
+        events.append(f"it crashes at {step.crashed_step!r}")
+    if step.slowed_at:
+        events.append(f"it takes {step.slow:.0f} s {step.slowed_at.replace('about to send', 'before')}")
+    answer = _answer_story(step.answer)
     events.append(f"{who} answers {answer}" if answer != "crashed" else "no answer (it crashed)")
     told = "; ".join(events)
-    return told + (f" ({step['when']})" if step.get("when") else "") + "."
+    return told + (f" ({step.when.words()})" if step.when else "") + "."
 
 
-def _fault_story(fault: list[Any]) -> str:
-    kind = fault[0]
-    nth = ORDINALS[fault[1]] if isinstance(fault[1], int) and fault[1] < len(ORDINALS) else f"#{fault[1]}"
-    if kind == "provider down":
-        return f"the card provider is down for {fault[1]} request{'' if fault[1] == 1 else 's'}"
-    if kind == "lost":
+def _fault_story(fault: Fault) -> str:
+    nth = ORDINALS[fault.n] if fault.n < len(ORDINALS) else f"#{fault.n}"
+    if fault.family == PROVIDER_DOWN:
+        return f"the card provider is down for {fault.n} request{'' if fault.n == 1 else 's'}"
+    if fault.family == LOST:
         return f"the answer to its {nth} write is lost on the way back (the write landed)"
-    if kind in ("answer", "answers"):
-        code = CODE.get(fault[2], fault[2])
-        again = " and to every resend of it" if kind == "answers" else ""
-        return f"DynamoDB answers its {nth} write{again} with {code} ({EFFECT.get(fault[2], 'nothing written')})"
+    if fault.family in (ANSWER, ANSWERS):
+        code = CODE.get(fault.kind, fault.kind)
+        again = " and to every resend of it" if fault.family == ANSWERS else ""
+        return f"DynamoDB answers its {nth} write{again} with {code} ({EFFECT.get(fault.kind, 'nothing written')})"
     return (f"DynamoDB answers its {nth} transaction with TransactionInProgress "
-            f"({'the original commits' if fault[2] else 'nothing written'})")
+            f"({'the original commits' if fault.applied else 'nothing written'})")
 
 
 def _answer_story(answer: str) -> str:
