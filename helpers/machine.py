@@ -132,14 +132,15 @@ CRASH_STEPS = st.one_of(st.none(), st.integers(0, 3))
 
 
 def faults_for(subject: Subject | RecordSubject) -> st.SearchStrategy:
-    """The faults a request may meet, as `Fault` records: on one of its first `writes` writes."""
+    """The faults a request may meet, on one of its first `writes` writes: drawn as tuples (what hypothesis
+    shrinks and splices), made `Fault` records by `fault_of` as the request is sent."""
     last = subject.writes - 1
     if subject.faults_alike:
-        listed = {LOST: [Fault(LOST, n) for n in range(last + 1)],
-                  ANSWER: [Fault(ANSWER, n, kind) for n in range(last + 1) for kind in DISTINCT_KINDS],
-                  "in progress": [Fault.in_progress(n, applied) for n in range(min(2, last) + 1)
+        listed = {LOST: [(LOST, n) for n in range(last + 1)],
+                  ANSWER: [(ANSWER, n, kind) for n in range(last + 1) for kind in DISTINCT_KINDS],
+                  "in progress": [("in progress", n, applied) for n in range(min(2, last) + 1)
                                   for applied in (False, True)],
-                  PROVIDER_DOWN: [Fault(PROVIDER_DOWN, 1), Fault(PROVIDER_DOWN, 2)]}
+                  PROVIDER_DOWN: [(PROVIDER_DOWN, 1), (PROVIDER_DOWN, 2)]}
         return st.sampled_from([None, *(fault for k in subject.faults for fault in listed[k])])
     kinds = {LOST: st.tuples(st.just(LOST), st.integers(0, last)),
              ANSWER: st.tuples(st.just(ANSWER), st.integers(0, last), st.sampled_from(DISTINCT_KINDS)),
@@ -149,10 +150,13 @@ def faults_for(subject: Subject | RecordSubject) -> st.SearchStrategy:
              "in progress": st.tuples(st.just("in progress"), st.integers(0, min(2, last)), st.booleans()),  # applied?
              PROVIDER_DOWN: st.tuples(st.just(PROVIDER_DOWN), st.integers(1, 2))}
     drawn = [*subject.faults, *([ANSWERS] if ANSWER in subject.faults and subject.lasting else [])]
-    return st.one_of(st.none(), *(kinds[k].map(_fault) for k in drawn))
+    return st.one_of(st.none(), *(kinds[k] for k in drawn))
 
 
-def _fault(drawn: tuple) -> Fault:
+def fault_of(drawn: tuple | None) -> Fault | None:
+    """A drawn fault as its record: (family, n[, kind]), "in progress" with whether the original commits."""
+    if drawn is None:
+        return None
     return Fault.in_progress(*drawn[1:]) if drawn[0] == "in progress" else Fault(*drawn)
 
 
@@ -568,8 +572,8 @@ def _rules(plan: Plan) -> dict[str, Any]:
                                                                                       payloads=payloads))
     crash_at = CRASH_STEPS if subject.crashes else st.none()
 
-    def send(self: History, request: tuple, crash_at: int | None, fault: Fault | None, during: Any) -> None:
-        History.send(self, request, crash_at, fault, during)
+    def send(self: History, request: tuple, crash_at: int | None, fault: tuple | None, during: Any) -> None:
+        History.send(self, request, crash_at, fault_of(fault), during)
 
     def wait(self: History, span: str) -> None:
         History.wait(self, span)
@@ -665,8 +669,8 @@ class Writes(RuleBasedStateMachine):
 
 def record_machine_for(subject: RecordSubject, search: Search | None = None) -> type[Writes]:
     """The history machine for a write that is not money."""
-    def write(self: Writes, request: tuple, fault: Fault | None) -> None:
-        Writes.write(self, request, fault)
+    def write(self: Writes, request: tuple, fault: tuple | None) -> None:
+        Writes.write(self, request, fault_of(fault))
 
     write = rule(request=st.sampled_from(subject.requests), fault=faults_for(subject))(write)
     return type("Writes", (Writes,), {"subject": subject, "search": search or Search(None), "write": write})
