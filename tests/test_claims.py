@@ -155,8 +155,6 @@ PROSE = ([ROOT / "README.md", ROOT / "WORKSHOP.md", ROOT / "CONTRIBUTING.md"]
          + sorted((ROOT / "tools").glob("*.py")))
 TEXTS = NOTEBOOKS + PROSE
 TEXT_IDS = [str(p.relative_to(ROOT)) for p in TEXTS]
-# 12's links to `develop` are the other half of issue 45 (12 · [48]); remove this when they name the tag.
-MOVING_BRANCH_ELSEWHERE = {"notebooks/12_the_callers_half.ipynb"}
 
 
 def pinned_botocore() -> str:
@@ -186,8 +184,7 @@ def test_every_botocore_version_named_is_the_pinned_one(path):
                 and not BOTO3_BEFORE.search(text[max(0, start - 8):start])):
             wrong.append(f"{match.group()} in {text[max(0, start - 60):end + 20]!r}")
     for match in BOTOCORE_LINK.finditer(text):
-        if match.group(1) != pin and not (match.group(1) in ("develop", "master")
-                                          and str(path.relative_to(ROOT)) in MOVING_BRANCH_ELSEWHERE):
+        if match.group(1) != pin:
             wrong.append(f"a link at {match.group(1)!r}: {match.group()}")
     assert not wrong, (f"requirements.txt pins botocore {pin}; {path.relative_to(ROOT)} names another version "
                        "(say the pinned one, and link its tag):\n" + "\n".join(wrong))
