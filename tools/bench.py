@@ -252,7 +252,18 @@ def learner_report(paths: list[Path], env: dict[str, str], reps: int) -> str:
             f"code cell timed. The ratio: every committed notebook under strict nbval in one pytest process, against "
             f"as many floor notebooks (the same imports, a table, one chart) in one pytest process, in the same run, "
             f"alternating which goes first; seconds vary with the machine's load, the ratio much less.\n\n"
-            + bench_learner(paths, env, reps))
+            + bench_learner(paths, env, reps) + browser_run_all())
+
+
+BROWSER_RUN_ALL = ROOT / "build" / "browser" / "run_all.md"
+
+
+def browser_run_all() -> str:
+    """The Run All times the browser test recorded (tests/test_browser.py, `make test-browser`), if it has run."""
+    if not BROWSER_RUN_ALL.is_file():
+        return "\n\n- in Chromium: `make test-browser` records each core lesson's Run All (not run in this tree yet)"
+    return "\n\nFrom the last `make test-browser` (build/browser/run_all.md), not re-run here: " + \
+        BROWSER_RUN_ALL.read_text(encoding="utf-8").strip()
 
 
 def bench_learner(paths: list[Path], env: dict[str, str], reps: int) -> str:
