@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 from collections import OrderedDict, deque
 from collections.abc import Iterator
@@ -57,6 +58,12 @@ _stock_lex = ConditionExpressionParser._lex_condition_expression
 _stock_parse = ConditionExpressionParser.parse
 _stock_method_names = moto_responses.method_names_from_class
 _stock_scan = moto_table.Table.scan
+# `_scan` is moto 5.2.5's loop: used only while moto's Table.scan still takes these arguments and has the helpers it
+# calls (another moto keeps its own scan, slower but right).
+_SCAN_FITS = tuple(inspect.signature(_stock_scan).parameters) == (
+    "self", "filters", "limit", "exclusive_start_key", "filter_expression", "index_name", "consistent_read",
+    "projection_expression", "segments") and all(
+    hasattr(moto_table.Table, name) for name in ("all_items", "_item_comes_before_dct", "_get_last_evaluated_key"))
 
 
 @functools.lru_cache(maxsize=_CACHED)
@@ -184,7 +191,7 @@ def _install(fast: bool) -> None:
     ConditionExpressionParser._lex_condition_expression = _lex if fast else _stock_lex  # type: ignore[method-assign]
     ConditionExpressionParser.parse = _parse if fast else _stock_parse  # type: ignore[method-assign]
     moto_responses.method_names_from_class = _method_names if fast else _stock_method_names
-    moto_table.Table.scan = _scan if fast else _stock_scan  # type: ignore[method-assign]
+    moto_table.Table.scan = _scan if fast and _SCAN_FITS else _stock_scan  # type: ignore[method-assign]
 
 
 def use_moto_speed() -> None:
