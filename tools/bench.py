@@ -1,11 +1,17 @@
 """What the collection costs, measured in one run on this machine.
 
-    make bench                          # everything, the test tiers included (--write --tiers; ~30 minutes)
+    make bench                          # everything, the test tiers included (--write --tiers; ~40 minutes)
+    python tools/bench.py --learner --write   # only the learner's table (issue 46; ~10 minutes)
     python tools/bench.py --quick       # fewer repetitions, no tiers, README untouched
     python tools/bench.py --skip-notebooks
 
 Markdown tables, written into the README between its bench markers (`--write`):
 
+0. **As a learner runs them** (`--learner`; between the README's own learner markers): each lesson's Run All in
+   one kernel (nbclient, every code cell timed by the wall clock and by the kernel's own CPU seconds), its slowest
+   cell and what it does; and every committed notebook under strict nbval in ONE pytest process against as many
+   floor notebooks in ONE pytest process, in the same run, alternating which goes first (target: at most 2.0×).
+   Targets: each cell within 5 s, each lesson's Run All within 20 s. The browser test's Run All table is quoted.
 1. **Notebooks under nbval**: each notebook's wall time under
    `pytest NOTEBOOK --nbval --nbval-current-env`, against a baseline notebook that only does
    the same imports and starts the backend; on moto (target: the collection within 2.0× of
@@ -285,7 +291,7 @@ def bench_learner(paths: list[Path], env: dict[str, str], reps: int) -> str:
         flag = " (over)" if r["run_all"] > RUN_ALL_TARGET else ""
         slow = " (over)" if r["slowest"] > CELL_TARGET else ""
         lines.append(f"| {r['notebook']} | {r['run_all']:.1f}{flag} | {seconds(r['cpu'])} | {r['kernel']:.1f} | "
-                     f"{r['cells']} | {r['slowest']:.1f}{slow} ({seconds(r['slowest_cpu'])}) | "
+                     f"{r['cells']} | {r['slowest']:.1f} ({seconds(r['slowest_cpu'])}){slow} | "
                      f"cell {r['slowest_at']}: `{r['slowest_label']}` |")
     run_all_met = all(r["run_all"] <= RUN_ALL_TARGET for r in rows)
     cell_met = all(r["slowest"] <= CELL_TARGET for r in rows)
