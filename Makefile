@@ -77,8 +77,9 @@ dynamodb-local: test-dynamodb-local
 notebooks: $(VENV)/.installed-test
 	$(BIN)/python tools/refresh_notebooks.py
 
-# Times each lesson against a floor notebook, the patterns, the HTTP layer and each test tier (make test alone
-# takes 16-18 min on 2 cores), and writes the tables into README.md.
+# Times each lesson as a learner runs it (Run All in one kernel, its slowest cell; the collection against as many
+# floor notebooks, one process each: `tools/bench.py --learner` alone), against a floor notebook, the patterns, the
+# HTTP layer and each test tier (make test alone takes 16-18 min on 2 cores), and writes the tables into README.md.
 bench: $(VENV)/.installed-test
 	$(BIN)/python tools/bench.py --write --tiers --install
 

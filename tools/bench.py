@@ -1,11 +1,17 @@
 """What the collection costs, measured in one run on this machine.
 
-    make bench                          # everything, the test tiers included (--write --tiers; ~30 minutes)
+    make bench                          # everything, the test tiers included (--write --tiers; ~40 minutes)
+    python tools/bench.py --learner --write   # only the learner's table (issue 46; ~10 minutes)
     python tools/bench.py --quick       # fewer repetitions, no tiers, README untouched
     python tools/bench.py --skip-notebooks
 
 Markdown tables, written into the README between its bench markers (`--write`):
 
+0. **As a learner runs them** (`--learner`; between the README's own learner markers): each lesson's Run All in
+   one kernel (nbclient, every code cell timed by the wall clock and by the kernel's own CPU seconds), its slowest
+   cell and what it does; and every committed notebook under strict nbval in ONE pytest process against as many
+   floor notebooks in ONE pytest process, in the same run, alternating which goes first (target: at most 2.0×).
+   Targets: each cell within 5 s, each lesson's Run All within 20 s. The browser test's Run All table is quoted.
 1. **Notebooks under nbval**: each notebook's wall time under
    `pytest NOTEBOOK --nbval --nbval-current-env`, against a baseline notebook that only does
    the same imports and starts the backend; on moto (target: the collection within 2.0× of
@@ -154,6 +160,175 @@ def bench_notebooks(paths: list[Path], reps: int, backends: dict[str, dict[str, 
                        f"{'met' if local_ratio <= BACKEND_TARGET else 'NOT met'}")
     lines.append(summary)
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {v}" for v in verdict)
+
+
+# --- 0. the learner's way (issue 46): Run All in one kernel per notebook; the collection against the floor -------
+LEARNER_BEGIN = "<!-- learner:begin (written by tools/bench.py --learner --write) -->"
+LEARNER_END = "<!-- learner:end -->"
+CELL_TARGET, RUN_ALL_TARGET = 5.0, 20.0     # seconds a learner waits: one cell, a lesson's Run All (moto, 2 cores)
+
+
+def cell_label(source: str, width: int = 56) -> str:
+    """What a cell does, in a few words: its first line of code (else its first comment), without markers."""
+    lines = [line.strip() for line in source.splitlines()]
+    code = [line for line in lines if line and not line.startswith(("#", "%"))]
+    comments = [line.lstrip("# ") for line in lines if line.startswith("#") and "NBVAL" not in line]
+    label = (code or comments or [""])[0].replace("|", "\\|")
+    return label if len(label) <= width else label[:width - 1] + "…"
+
+
+def learner_child(paths: list[Path]) -> list[dict[str, Any]]:
+    """In a process of its own (the backend in its environment): each notebook as a learner runs it -- a kernel
+    started, then Run All in that one kernel -- timing the kernel's start and every code cell (nothing written)."""
+    from nbclient import NotebookClient
+
+    class Timed(NotebookClient):
+        """nbclient's Run All, each code cell timed from the moment it is sent until its reply."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.seconds: dict[int, float] = {}
+            self.cpu: dict[int, float] = {}
+            self.first: float | None = None
+
+        def kernel_cpu(self) -> float | None:
+            """The kernel process's CPU seconds so far (Linux /proc), or None where that cannot be read."""
+            try:
+                with open(f"/proc/{self.km.provisioner.pid}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (AttributeError, OSError, ValueError, IndexError):
+                return None
+
+        async def async_execute_cell(self, cell: Any, cell_index: int, execution_count: int | None = None,
+                                     store_history: bool = True) -> Any:
+            started, cpu = time.perf_counter(), self.kernel_cpu()
+            if self.first is None:
+                self.first = started
+            try:
+                return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            finally:
+                if cell.cell_type == "code":
+                    self.seconds[cell_index] = time.perf_counter() - started
+                    after = self.kernel_cpu()
+                    if cpu is not None and after is not None:
+                        self.cpu[cell_index] = after - cpu
+
+    rows = []
+    for path in paths:
+        log(f"Run All, one kernel: {path.relative_to(ROOT / 'notebooks')}")
+        nb = nbformat.read(path, as_version=4)
+        client = Timed(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+        started = time.perf_counter()
+        client.execute()
+        ended = time.perf_counter()
+        index, slowest = max(client.seconds.items(), key=lambda item: item[1])
+        code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        cpu = sum(client.cpu.values()) if len(client.cpu) == len(client.seconds) else None
+        slowest_cpu = client.cpu.get(index)
+        rows.append({"notebook": str(path.relative_to(ROOT / "notebooks")), "kernel": client.first - started,
+                     "run_all": ended - client.first, "cells": len(code_cells), "cpu": cpu,
+                     "slowest_cpu": slowest_cpu, "most_cpu": max(client.cpu.values(), default=None),
+                     "over": sum(s > CELL_TARGET for s in client.seconds.values()),
+                     "slowest": slowest, "slowest_at": code_cells.index(index) + 1,
+                     "slowest_label": cell_label(nb.cells[index].source),
+                     "each": [[code_cells.index(i) + 1, round(t, 3), round(client.cpu.get(i, -1), 2),
+                               cell_label(nb.cells[i].source)]
+                              for i, t in sorted(client.seconds.items())]})
+    return rows
+
+
+def nbval_one_process(paths: list[Path], env: dict[str, str]) -> tuple[float, bool, str]:
+    """Every path under strict nbval in ONE pytest process (a kernel per notebook, as nbval starts them)."""
+    command = [sys.executable, "-m", "pytest", *map(str, paths), "--nbval", "--nbval-current-env",
+               "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    return time.perf_counter() - started, done.returncode == 0, last
+
+
+def learner_report(paths: list[Path], env: dict[str, str], reps: int) -> str:
+    import boto3
+    import moto
+
+    return (f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}, moto {moto.__version__}, boto3 {boto3.__version__}, on moto. Run All: "
+            f"each lesson in a kernel of its own, as JupyterLab runs it (nbclient; the kernel's start apart), every "
+            f"code cell timed. The ratio: every committed notebook under strict nbval in one pytest process, against "
+            f"as many floor notebooks (the same imports, a table, one chart) in one pytest process, in the same run, "
+            f"alternating which goes first; seconds vary with the machine's load, the ratio much less.\n\n"
+            + bench_learner(paths, env, reps) + browser_run_all())
+
+
+BROWSER_RUN_ALL = ROOT / "build" / "browser" / "run_all.md"
+
+
+def browser_run_all() -> str:
+    """The Run All times the browser test recorded (tests/test_browser.py, `make test-browser`), if it has run."""
+    if not BROWSER_RUN_ALL.is_file():
+        return "\n\n- in Chromium: `make test-browser` records each core lesson's Run All (not run in this tree yet)"
+    return "\n\nFrom the last `make test-browser` (build/browser/run_all.md), not re-run here: " + \
+        BROWSER_RUN_ALL.read_text(encoding="utf-8").strip()
+
+
+def bench_learner(paths: list[Path], env: dict[str, str], reps: int) -> str:
+    """The learner's table: each lesson's Run All in one kernel (its slowest cell and what it does), and the
+    collection under nbval in one process against as many floor notebooks in one process, in the same run."""
+    lessons = [p for p in paths if p.parent.name != "solutions"]
+    done = subprocess.run([sys.executable, __file__, "--learner-child", *map(str, lessons)], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError("the learner's Run All failed (its stderr is above)")
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = ["| notebook | Run All s | kernel CPU s | kernel start s | code cells | slowest cell s (CPU s) "
+             "| slowest cell: what it does |", "|---|---:|---:|---:|---:|---:|---|"]
+
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    for r in rows:
+        flag = " (over)" if r["run_all"] > RUN_ALL_TARGET else ""
+        slow = " (over)" if r["slowest"] > CELL_TARGET else ""
+        lines.append(f"| {r['notebook']} | {r['run_all']:.1f}{flag} | {seconds(r['cpu'])} | {r['kernel']:.1f} | "
+                     f"{r['cells']} | {r['slowest']:.1f} ({seconds(r['slowest_cpu'])}){slow} | "
+                     f"cell {r['slowest_at']}: `{r['slowest_label']}` |")
+    run_all_met = all(r["run_all"] <= RUN_ALL_TARGET for r in rows)
+    cell_met = all(r["slowest"] <= CELL_TARGET for r in rows)
+
+    ratios, seconds = [], {"collection": [], "floor": []}
+    ok = {"collection": True, "floor": True}
+    with tempfile.TemporaryDirectory() as folder:
+        floors = []
+        for i in range(len(paths)):
+            floor = Path(folder) / f"floor_{i:02d}.ipynb"
+            baseline_notebook(Path(folder)).rename(floor)
+            floors.append(floor)
+        for rep in range(reps):      # the two sides alternate which goes first: the machine's load falls on both
+            order = [("collection", paths), ("floor", floors)]
+            for side, targets in (order if rep % 2 == 0 else order[::-1]):
+                log(f"nbval, one process: {side} ({len(targets)} notebooks, run {rep + 1}/{reps})")
+                took, passed, last = nbval_one_process(targets, env)
+                seconds[side].append(took)
+                ok[side] = ok[side] and passed
+                if not passed:
+                    log(f"  {side} did not pass: {last}")
+            ratios.append(seconds["collection"][-1] / seconds["floor"][-1])
+    ratio = median(ratios)
+    ratio_met = ratio <= NOTEBOOK_TARGET and ok["collection"]
+    failed = "" if ok["collection"] else " (nbval FAILED)"
+    cpu_known = all(r["cpu"] is not None for r in rows)
+    cpu_met = cpu_known and all(r["most_cpu"] <= CELL_TARGET and r["cpu"] <= RUN_ALL_TARGET for r in rows)
+    lines += ["", f"- every cell within {CELL_TARGET:.0f} s: {'met' if cell_met else 'NOT met'}; every lesson's "
+              f"Run All within {RUN_ALL_TARGET:.0f} s: {'met' if run_all_met else 'NOT met'} (wall clock, this run)"
+              + (f"; in the kernel's own CPU seconds, which the machine's other load does not inflate: "
+                 f"{'met' if cpu_met else 'NOT met'}" if cpu_known else ""),
+              f"- the collection ({len(paths)} notebooks) under strict nbval in one pytest process: "
+              f"{median(seconds['collection']):.0f} s{failed}; {len(paths)} floor notebooks in one process: "
+              f"{median(seconds['floor']):.0f} s; ratio **{ratio:.2f}×** (median of {reps}: "
+              f"{', '.join(f'{r:.2f}' for r in ratios)}; target ≤ {NOTEBOOK_TARGET}×): "
+              f"{'met' if ratio_met else 'NOT met'}"]
+    return "\n".join(lines)
 
 
 # --- 2. one logical debit per pattern -----------------------------------------------------------
@@ -703,8 +878,16 @@ def main() -> int:
     parser.add_argument("--exercises-child", action="store_true", help=argparse.SUPPRESS)  # moto, JSON out
     parser.add_argument("--exercises-only", action="store_true",
                         help="only each exercise's check time, starter and solution (moto; --write: README)")
+    parser.add_argument("--learner", action="store_true",
+                        help="only the learner's table: Run All per lesson in one kernel, the collection against the "
+                             "floor in one process each (moto; --write: README's learner markers; ~10 minutes)")
+    parser.add_argument("--learner-reps", type=int, help="runs of the collection and the floor (default 2; quick 1)")
+    parser.add_argument("--learner-child", action="store_true", help=argparse.SUPPRESS)  # Run All, JSON out
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to time (default: all committed)")
     args = parser.parse_args()
+    if args.learner_child:
+        print(json.dumps(learner_child([p.resolve() for p in args.notebooks])))
+        return 0
     if args.patterns_child:
         print(json.dumps(patterns_child(args.reps or 300)))
         return 0
@@ -733,11 +916,21 @@ def main() -> int:
             return 0
     nbval_reps = args.nbval_reps or (1 if args.quick else 3)
     reps = args.reps or (50 if args.quick else 300)
+    learner_reps = args.learner_reps or (1 if args.quick else 2)
     paths = [p.resolve() for p in args.notebooks] or notebooks()
 
     os.environ.update(AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
     os.environ.pop("AWS_PROFILE", None)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)   # as on a learner's machine: Python writes the bytecode it uses
+    # The kernels import this tree's helpers (a worktree shares an editable install made elsewhere).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     base_env = dict(os.environ, PYTHONHASHSEED="0")
+    if args.learner:
+        learner = learner_report(paths, dict(base_env, RETRY_BACKEND="moto"), learner_reps)
+        print(learner)
+        if args.write:
+            write_between(LEARNER_BEGIN, LEARNER_END, learner, "the learner's table")
+        return 0
     backends = {"moto": dict(base_env, RETRY_BACKEND="moto")}
     server = None
     started = time.perf_counter()
@@ -754,6 +947,10 @@ def main() -> int:
                                               RETRY_DYNAMODB_ENDPOINT=endpoint)
         sections = []
         if not args.skip_notebooks:
+            learner = learner_report(paths, backends["moto"], learner_reps)
+            if args.write:
+                write_between(LEARNER_BEGIN, LEARNER_END, learner, "the learner's table")
+            sections.append(("As a learner runs them (moto)", learner))
             sections.append(("Notebooks under strict nbval (wall seconds, median of "
                              f"{nbval_reps} run{'s' if nbval_reps > 1 else ''})",
                              bench_notebooks(paths, nbval_reps, backends)))

@@ -9,7 +9,8 @@ a hook on one client is ``install(client)`` (``FaithfulMoto``'s before-send hand
 watcher is a helpers/wire.py layer, undone with ``uninstall()``).
 
     faithful_moto     moto made atomic, and ClientRequestToken honoured
-    moto_speed        moto's expression parses cached by their text (answers unchanged; faithful_moto turns it on)
+    moto_speed        moto's expression parses cached by their text, a filtered Scan copying only what it returns
+                      (answers unchanged; faithful_moto turns it on)
     client_tokens     DynamoDB's ClientRequestToken rules
     item_rollback     moto's transactions rolled back item by item (stock copies whole tables)
     capacity          the capacity units DynamoDB Local reports, as rules (moto's own are wrong)
