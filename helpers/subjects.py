@@ -421,7 +421,11 @@ class OutboxSubject(Subject):
         return self.handler(caller, key, payload, invocation, hook)
 
     def balances(self) -> dict[str, int]:
-        return {wallet: int(self.ns["balance"](wallet)) for wallet in WALLETS}
+        """Every wallet's balance, in one SELECT on one connection (read before and after each request)."""
+        with self.ns["pg"].admin() as conn:
+            found = dict(conn.execute("SELECT wallet_id, balance FROM wallets WHERE wallet_id = ANY(%s)",
+                                      (list(WALLETS),)).fetchall())
+        return {wallet: int(found[wallet]) for wallet in WALLETS}
 
     def drain(self) -> None:
         for _ in range(self.ns["MAX_ATTEMPTS"] + 1):     # each failed row is due again after its back-off
