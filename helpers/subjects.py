@@ -80,6 +80,11 @@ class Subject:
     # provider's key is near its end (PROVIDER_WINDOW - MARGIN): check_handler(..., departed=True) waits to it
     grace = 0.0
     cutoff: float | None = None
+    # Names at their limits (issue 44): the longest idempotency key the design declares it takes (MAX_KEY_LENGTH in its
+    # module: 09's, Stripe's 255 characters), and the longest wallet ID (MAX_WALLET_LENGTH); None: not declared, and
+    # the exhaustive phase sends no name at that limit (only names with the separators keys are built from)
+    key_limit: int | None = None
+    wallet_limit: int | None = None
 
     def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
         self.handler, self.g = handler, getattr(handler, "__globals__", {})
@@ -94,6 +99,7 @@ class Subject:
         self.max_amount, self.guards_overdraft = self.g.get("MAX_AMOUNT"), bool(self.g.get("GUARDS_OVERDRAFT"))
         self.attempts = int(self.g.get("ATTEMPTS", self.attempts))
         self.grace, self.cutoff = _recovery_clock(self.g)
+        self.key_limit, self.wallet_limit = _name_limits(self.g)
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list(clients.values())
@@ -253,7 +259,8 @@ class DebitSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress")
-    explores = False             # the random histories only (the debit functions' budgets)
+    explores = True              # a debit's histories are cheap: every placement first (an exercise's is
+                                 # `specified.debit_subject`'s, which sends the random histories only)
     interleaves = True           # another request may run before any of its DynamoDB requests (the checker's wire)
     world = False                # the debit functions take the table they are given: no one else changes it
     at_limits = False            # 03-05's debits let a balance go below zero, and take any amount DynamoDB stores
@@ -339,8 +346,8 @@ class HttpSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress", "provider down")
-    explores = False             # each history is real HTTP: the random histories only (their budget)
-    interleaves = True
+    explores = True              # real HTTP, ~30 ms of CPU a history: all ~160 placements from the reader's budget
+    interleaves = True           # of 100 on; below it, the first `histories` (helpers.explorer.explore)
     crashes = False              # it never calls hook(step): no crash can fall inside it
     CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
     OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}
@@ -354,9 +361,22 @@ class HttpSubject(Subject):
         self.retention = float(namespace["RETENTION_SECONDS"])
         self.max_amount, self.guards_overdraft = namespace.get("MAX_AMOUNT"), bool(namespace.get("GUARDS_OVERDRAFT"))
         self.grace, self.cutoff = _recovery_clock(namespace)
+        self.key_limit, self.wallet_limit = _name_limits(namespace)
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
         self.run, self.provider = 0, None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Subject]:
+        """As `Subject.installed`, on a pool of fresh connections: a property broken while the server ran a route
+        (another request judged at one of its points) ends that route with an error, and uvicorn closes its
+        connection after answering -- a connection the client's pool would hand the next check's first request,
+        which would get a ReadError and reach no point."""
+        pool = getattr(self.ns.get("http_client"), "_transport", None)
+        if pool is not None:
+            pool.close()          # httpcore: the connections closed, the pool open (the next request connects)
+        with super().installed() as subject:
+            yield subject
 
     def begin(self) -> None:
         self.run += 1
@@ -385,7 +405,7 @@ class OutboxSubject(Subject):
     """
 
     faults = ("provider down",)
-    explores = False
+    explores = True            # its histories are cheap: every placement first (crashes, clocks, the provider down)
     world = False              # not yet: closing a wallet in Postgres is another schema's question
     store = "Postgres"
     interleaves = False        # a duplicate at a hook would wait on the attempt's own row lock, in its own thread
@@ -553,6 +573,12 @@ def _recovery_clock(g: dict[str, Any]) -> tuple[float, float | None]:
     """The recovery worker's grace, and the provider's edge (its window less the margin), from a handler's module."""
     cutoff = g["PROVIDER_WINDOW"] - g.get("MARGIN", 0) if "PROVIDER_WINDOW" in g else None
     return float(g.get("RECOVERY_GRACE_SECONDS", 0)), None if cutoff is None else float(cutoff)
+
+
+def _name_limits(g: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The longest idempotency key and wallet ID a handler's module declares it takes (None: not declared)."""
+    key, wallet = g.get("MAX_KEY_LENGTH"), g.get("MAX_WALLET_LENGTH")
+    return (None if key is None else int(key)), (None if wallet is None else int(wallet))
 
 
 def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
