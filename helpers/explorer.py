@@ -189,9 +189,10 @@ def names(subject: Any, first: tuple = FIRST) -> list[Placement]:
     """Names at the model's edges, each sent alone: a key with the separators keys are built from; where the
     subject declares them, a key at its length limit (the separators in it) and a wallet ID at its own."""
     caller, _, payment, invocation = first
-    found = [Placement((caller, SEPARATORS, payment, invocation), None)]
+    key = "".join(c for c in SEPARATORS if c not in getattr(subject, "refused_in_keys", ""))
+    found = [Placement((caller, key, payment, invocation), None)]
     if getattr(subject, "key_limit", None):
-        found.append(Placement((caller, SEPARATORS, payment, invocation), None, key_length=subject.key_limit))
+        found.append(Placement((caller, key, payment, invocation), None, key_length=subject.key_limit))
     limit = getattr(subject, "wallet_limit", None)
     if limit:
         wallet = (SEPARATORS + "-" + "w" * limit)[:limit]       # no such wallet: refused, and nothing written
@@ -270,7 +271,9 @@ def _sized(history: Any, request: tuple, length: int | None) -> tuple:
     return caller, (key * length)[:max(length - prefix, 1)], payment, invocation
 
 
-def _run(machine: type, placement: Placement) -> Violation | None:
+def _run(machine: type, placement: Placement, subject: Any = None) -> Violation | None:
+    if subject is not None and any(act.event.family == "worker" for act in placement.acts):
+        subject.settle()      # the worker meets this history's payments only, not those earlier ones left
     history = machine()
     try:
         for act in placement.before:
@@ -294,7 +297,7 @@ def explore(machine: type, subject: Any, keys_reused: bool = True, limit: int | 
         points = [p for p in points if p[0] != "call"]
     planned = [*edges(subject), *takeovers(subject, points, keys_reused), *singles(subject, points, keys_reused)]
     for placement in planned[:limit]:
-        found = _run(machine, placement)
+        found = _run(machine, placement, subject)
         if found is not None:
             return found
     return None

@@ -30,6 +30,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from helpers.lessons import display_settings_kept, swapped
+from helpers.validation import KEY_SEPARATOR
 
 from notebook_code import lesson
 
@@ -552,6 +553,7 @@ def _consumer(consume: Callable[[dict[str, Any], dict[str, Any]], Any], name: st
         return consume(nb, {"producer": "shop", "operation_id": operation_id, "wallet": wallet, "amount": amount})
 
     subject = DebitSubject(delivered, name=name, table=nb["wallets"], db=nb["db"])
+    subject.refused_in_keys = KEY_SEPARATOR     # 07 refuses it in an operation ID, by name (BadInput)
     yield subject, {"keys_reused": False}       # an operation ID carries one payment (07's marker: no payload)
 
 

@@ -200,7 +200,13 @@ def debit_subject(debit: Callable[..., Any], table: Any, db: Any, *, name: str |
     def key(wallet_id: str) -> dict[str, str]:
         return {"pk": wallet_id, "sk": "wallet"} if wallet_sort_key else {"pk": wallet_id}
 
-    subject = DebitSubject(debit, name=name, answer=answer, table=table, db=db, key=key, opening=opening)
+    class ExerciseDebit(DebitSubject):
+        """An exercise's debit: the random histories only, staged (`STAGES`: a notebook's second or two, and the
+        PASS line's count of histories, committed in the solutions' outputs, stays what it was)."""
+
+        explores = False
+
+    subject = ExerciseDebit(debit, name=name, answer=answer, table=table, db=db, key=key, opening=opening)
     subject.writes, subject.faults_alike, subject.waits = writes, True, False
     return subject
 
