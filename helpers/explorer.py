@@ -188,6 +188,8 @@ def _act(event: Event, requests: dict[str, tuple], subject: Any, first: tuple) -
 def names(subject: Any, first: tuple = FIRST) -> list[Placement]:
     """Names at the model's edges, each sent alone: a key with the separators keys are built from; where the
     subject declares them, a key at its length limit (the separators in it) and a wallet ID at its own."""
+    if not getattr(subject, "names_at_limits", True):
+        return []
     caller, _, payment, invocation = first
     key = "".join(c for c in SEPARATORS if c not in getattr(subject, "refused_in_keys", ""))
     found = [Placement((caller, key, payment, invocation), None)]

@@ -94,6 +94,7 @@ class Subject:
     # the exhaustive phase sends no name at that limit (only names with the separators keys are built from)
     key_limit: int | None = None
     wallet_limit: int | None = None
+    names_at_limits = True   # the exhaustive phase sends these names (and a key with the separators) first
     refused_in_keys = ""     # characters the design refuses in a key, by name (07's marker key `producer#id`: `#`,
                              # helpers.validation.KEY_SEPARATOR): the key with separators leaves them out
 
