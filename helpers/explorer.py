@@ -197,7 +197,7 @@ def names(subject: Any, first: tuple = FIRST) -> list[Placement]:
         found.append(Placement((caller, key, payment, invocation), None, key_length=subject.key_limit))
     limit = getattr(subject, "wallet_limit", None)
     if limit:
-        wallet = (SEPARATORS + "-" + "w" * limit)[:limit]       # no such wallet: refused, and nothing written
+        wallet = ("w#1@2-" + "w" * limit)[:limit]       # no such wallet: refused, and nothing written
         found.append(Placement((caller, "k1", (wallet, payment[1]), invocation), None))
     return found
 
