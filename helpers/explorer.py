@@ -298,6 +298,9 @@ def explore(machine: type, subject: Any, keys_reused: bool = True, limit: int | 
     if not subject.between_calls:
         points = [p for p in points if p[0] != "call"]
     planned = [*edges(subject), *takeovers(subject, points, keys_reused), *singles(subject, points, keys_reused)]
+    budget = getattr(subject, "explore_budget", None)      # a subject whose histories are dear: its first ones
+    if budget is not None:
+        limit = budget if limit is None else min(limit, budget)
     for placement in planned[:limit]:
         found = _run(machine, placement, subject)
         if found is not None:

@@ -95,6 +95,7 @@ class Subject:
     key_limit: int | None = None
     wallet_limit: int | None = None
     names_at_limits = True   # the exhaustive phase sends these names (and a key with the separators) first
+    explore_budget: int | None = None   # at most this many of the exhaustive phase's histories (None: all of them)
     refused_in_keys = ""     # characters the design refuses in a key, by name (07's marker key `producer#id`: `#`,
                              # helpers.validation.KEY_SEPARATOR): the key with separators leaves them out
 
