@@ -138,6 +138,8 @@ def drawn_by(subject: object) -> list[Event]:
                 family = "in progress"
             if family not in faults:
                 continue
+            if event.name == "provider lost" and not getattr(subject, "provider_points", True):
+                continue          # its charges are no point of an attempt in flight (10's: the outbox worker's)
         elif event.needs == "cutoff":
             if getattr(subject, "cutoff", None) is None:
                 continue
@@ -148,3 +150,41 @@ def drawn_by(subject: object) -> list[Event]:
             continue
         found.append(event)
     return found
+
+
+# --- what each subject draws, as the README's table says it (tools/catalogue_table.py writes it) --------------------
+
+def not_drawn(subject: object) -> dict[str, str]:
+    """The events `subject` (a subject class) does not draw, each with the reason its class gives (`why_not`);
+    an event with no reason is named with an empty one, which tests/test_catalogue_table.py refuses."""
+    drawn, why = {event.name for event in drawn_by(subject)}, getattr(subject, "why_not", {})
+    return {event.name: why.get(event.name, "") for event in CATALOGUE if event.name not in drawn}
+
+
+def table(kinds: tuple[tuple[type, str], ...]) -> str:
+    """The README's table: one row per event of the catalogue (its source linked), one column per subject kind
+    (`kinds`: the class and the lessons it checks); a cell is "yes", or "no" and the number of its reason, the
+    reasons listed below the table, each once per subject."""
+    head = ["| event | " + " | ".join(f"`{cls.__name__}` ({lessons})" for cls, lessons in kinds) + " |",
+            "|---|" + "---|" * len(kinds)]
+    phase = ["| *the exhaustive phase first* | " + " | ".join(
+        "yes" if vars(cls).get("explores", False) else "no: random histories only"
+        for cls, _ in kinds) + " |"]
+    reasons: list[str] = []
+    numbered: dict[str, int] = {}
+    rows = []
+    for event in CATALOGUE:
+        cells = []
+        for cls, _ in kinds:
+            why = not_drawn(cls).get(event.name)
+            if why is None:
+                cells.append("yes")
+                continue
+            line = f"`{cls.__name__}`: {why}"
+            if line not in numbered:
+                reasons.append(line)
+                numbered[line] = len(reasons)
+            cells.append(f"no ({numbered[line]})")
+        rows.append(f"| [{event.name}]({event.source}) | " + " | ".join(cells) + " |")
+    notes = [f"{n}. {line}" for n, line in enumerate(reasons, 1)]
+    return "\n".join([*head, *phase, *rows, "", *notes])

@@ -160,9 +160,9 @@ def check_handler(handler: Callable[..., Any] | Subject | RecordSubject, *, hist
 
     Before the random histories, an exhaustive phase (`helpers.explorer`) places each event of the catalogue
     (`helpers.catalogue`) at each point of one attempt, and sends amounts at the model's edges -- all of them
-    from `histories=100` on, the first `histories` below that -- for a 06-shaped handler (a `Subject` whose
-    `explores` is true), unless
-    `explore_first=False` or one request at a time.
+    from `histories=100` on, the first `histories` below that (and at most the subject's `explore_budget`) --
+    for every subject whose class declares `explores` (all but a record's; an exercise's subject keeps the random
+    histories only), unless `explore_first=False` or one request at a time.
     """
     if not callable(handler) and not isinstance(handler, (Subject, RecordSubject)):
         raise TypeError(f"check_handler needs a handler function, got {type(handler).__name__}")

@@ -4,8 +4,10 @@ As loom and shuttle bound their search of a program's interleavings, `explore` s
 histories before hypothesis draws its random ones, so that no two-step interleaving is left to chance:
 
 1. **values at the model's edges**, each sent alone: an amount of exactly the balance, the balance - 1 and + 1,
-   1 and 0, the design's `MAX_AMOUNT` (from a wallet topped up to hold it) and + 1, a key with the separators
-   keys are built from (`#`, `@`);
+   1 and 0, the design's `MAX_AMOUNT` (from a wallet topped up to hold it) and + 1; names: a key with the
+   separators keys are built from (`#`, `@`), and where the design declares its limits (`Subject.key_limit`,
+   `wallet_limit`), a key exactly as long as it takes (with the separators), and a wallet ID as long as it takes
+   (no such wallet: refused, nothing written);
 2. **a takeover at every point**: the first attempt stalls past its lease at each of its points, something
    happens (nothing, the wallet closed, paid from elsewhere down to one short of the amount, another payload
    under the key, a TTL sweep), a copy takes the payment over, the world changes back, the caller resends --
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalogue import BY_NAME, PROVIDER, WRITE, Event, drawn_by
+from .catalogue import BY_NAME, IETF_DRAFT, PROVIDER, STRIPE_KEYS, WRITE, Event, drawn_by
 from .history import When
 from .specification import Crash, Violation
 from .ttl import sweep, ttl_attribute
@@ -32,6 +34,11 @@ from .wire import WRITES
 
 FIRST = ("shop-a", "k1", ("alice", 10), "inv-1")       # the attempt the events are placed around
 EDGE_SECONDS = 5.0
+SEPARATORS = "k#1@2"         # the separators handlers build keys from: 06/09's record `caller#key`, the provider's
+                             # key `caller#key@started_at` (helpers/payment_requests.py), 07's marker `producer#id`
+# Where the limits are declared: the IETF draft leaves a key's length to the resource, and 09 takes Stripe's 255
+# characters (https://docs.stripe.com/api/idempotent_requests; MAX_KEY_LENGTH and MAX_WALLET_LENGTH in 09's cells)
+NAME_SOURCES = (IETF_DRAFT, STRIPE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class Placement:
     point: tuple[str, int] | None
     acts: tuple[Act, ...] = ()
     before: tuple[Act, ...] = ()
+    key_length: int | None = None      # the key, as the handler gets it, made exactly this long (a name at its limit)
     fired: bool = False
     points: list[tuple[str, int, str]] = field(default_factory=list)
 
@@ -173,15 +181,32 @@ def _act(event: Event, requests: dict[str, tuple], subject: Any, first: tuple) -
     return Act(event, wallet=wallet)
 
 
-def edges(subject: Any, first: tuple = FIRST) -> list[Placement]:
-    """Values at the model's edges, each sent alone."""
-    if not subject.at_limits:
+def names(subject: Any, first: tuple = FIRST) -> list[Placement]:
+    """Names at the model's edges, each sent alone: a key with the separators keys are built from; where the
+    subject declares them, a key at its length limit (the separators in it) and a wallet ID at its own."""
+    if not getattr(subject, "names_at_limits", True):
         return []
+    caller, _, payment, invocation = first
+    key = "".join(c for c in SEPARATORS if c not in getattr(subject, "refused_in_keys", ""))
+    found = [Placement((caller, key, payment, invocation), None)]
+    if getattr(subject, "key_limit", None):
+        found.append(Placement((caller, key, payment, invocation), None, key_length=subject.key_limit))
+    limit = getattr(subject, "wallet_limit", None)
+    if limit:
+        wallet = ("w#1@2-" + "w" * limit)[:limit]       # no such wallet: refused, and nothing written
+        found.append(Placement((caller, "k1", (wallet, payment[1]), invocation), None))
+    return found
+
+
+def edges(subject: Any, first: tuple = FIRST) -> list[Placement]:
+    """Values at the model's edges, each sent alone: names (`names`), and amounts where the subject draws them."""
+    found = names(subject, first)
+    if not subject.at_limits:
+        return found
     caller, key, (wallet, _), invocation = first
     balance = subject.opening[wallet]
-    found = [Placement((caller, key, (wallet, amount), invocation), None)
-             for amount in (balance, balance + 1, balance - 1, 1, 0)]
-    found.append(Placement((caller, "k#1@2", (wallet, 10), invocation), None))
+    found[:0] = [Placement((caller, key, (wallet, amount), invocation), None)
+                 for amount in (balance, balance + 1, balance - 1, 1, 0)]
     limit = subject.max_amount
     if limit is not None and subject.world:
         topup = Act(BY_NAME["topup"], wallet=wallet, amount=limit + 1 - balance)    # it can pay either
@@ -234,12 +259,24 @@ def singles(subject: Any, points: list[tuple[str, int, str]], keys_reused: bool,
     return found
 
 
-def _run(machine: type, placement: Placement) -> Violation | None:
+def _sized(history: Any, request: tuple, length: int | None) -> tuple:
+    """`request` with its key padded so that the key the handler gets -- the history's prefix, which keeps each
+    history's keys new to the table (`r<tag>-<epoch>-` in `helpers.checker`), and the key -- is `length` long."""
+    if length is None:
+        return request
+    caller, key, payment, invocation = request
+    prefix = len(f"r{getattr(history, 'tag', 0)}-{getattr(history, 'epoch', 0)}-")
+    return caller, (key * length)[:max(length - prefix, 1)], payment, invocation
+
+
+def _run(machine: type, placement: Placement, subject: Any = None) -> Violation | None:
+    if subject is not None and any(act.event.family == "worker" for act in placement.acts):
+        subject.settle()      # the worker meets this history's payments only, not those earlier ones left
     history = machine()
     try:
         for act in placement.before:
             APPLY[act.event.family](history, act, "", {})
-        history.send(placement.request, None, None, placement)
+        history.send(_sized(history, placement.request, placement.key_length), None, None, placement)
         history.teardown()
     except Violation as violation:
         return violation
@@ -257,8 +294,11 @@ def explore(machine: type, subject: Any, keys_reused: bool = True, limit: int | 
     if not subject.between_calls:
         points = [p for p in points if p[0] != "call"]
     planned = [*edges(subject), *takeovers(subject, points, keys_reused), *singles(subject, points, keys_reused)]
+    budget = getattr(subject, "explore_budget", None)      # a subject whose histories are dear: its first ones
+    if budget is not None:
+        limit = budget if limit is None else min(limit, budget)
     for placement in planned[:limit]:
-        found = _run(machine, placement)
+        found = _run(machine, placement, subject)
         if found is not None:
             return found
     return None

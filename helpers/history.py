@@ -22,7 +22,7 @@ from typing import Any
 
 from .dynamodb_errors import IN_PROGRESS, IN_PROGRESS_APPLIED
 
-LOST, ANSWER, ANSWERS, STILL_IN_PROGRESS, PROVIDER_DOWN = "lost", "answer", "answers", "in progress", "provider down"
+LOST, ANSWER, LASTING, STILL_IN_PROGRESS, PROVIDER_DOWN = "lost", "answer", "answers", "in progress", "provider down"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Fault:
         write = "its write" if one_write and self.n == 0 else f"write {self.n}"
         if self.family == ANSWER:
             return f", DynamoDB answers {write} with {self.kind}"
-        if self.family == ANSWERS:
+        if self.family == LASTING:
             return f", DynamoDB answers transaction {self.n} with {self.kind}, and each resend of it"
         if self.family == LOST:
             return f", {write}'s answer lost"
@@ -61,7 +61,7 @@ class Fault:
     def label(self) -> str:
         """The fault on a swimlane chart (the provider's lane, or the store's)."""
         return {LOST: f"write {self.n}: answer lost", ANSWER: f"write {self.n}: {self.kind}",
-                ANSWERS: f"transaction {self.n}: {self.kind}, resends too",
+                LASTING: f"transaction {self.n}: {self.kind}, resends too",
                 STILL_IN_PROGRESS: f"transaction {self.n}: in progress",
                 PROVIDER_DOWN: f"down for {self.n}"}[self.family]
 

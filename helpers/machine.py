@@ -32,7 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from .catalogue import world_words
 from .dynamodb_errors import DISTINCT_KINDS
-from .history import ANSWER, ANSWERS, LOST, PROVIDER_DOWN, Fault, Happened, Sent, When, Written
+from .history import ANSWER, LASTING, LOST, PROVIDER_DOWN, Fault, Happened, Sent, When, Written
 from .specification import (
     FINAL,
     Crash,
@@ -146,10 +146,10 @@ def faults_for(subject: Subject | RecordSubject) -> st.SearchStrategy:
              ANSWER: st.tuples(st.just(ANSWER), st.integers(0, last), st.sampled_from(DISTINCT_KINDS)),
              # the same failure answer to the n-th transaction as many times in a row as the handler sends it (its
              # own resends used up), and then no more: a fault that lasts, and ends
-             ANSWERS: st.tuples(st.just(ANSWERS), st.integers(0, 1), st.sampled_from(DISTINCT_KINDS)),
+             LASTING: st.tuples(st.just(LASTING), st.integers(0, 1), st.sampled_from(DISTINCT_KINDS)),
              "in progress": st.tuples(st.just("in progress"), st.integers(0, min(2, last)), st.booleans()),  # applied?
              PROVIDER_DOWN: st.tuples(st.just(PROVIDER_DOWN), st.integers(1, 2))}
-    drawn = [*subject.faults, *([ANSWERS] if ANSWER in subject.faults and subject.lasting else [])]
+    drawn = [*subject.faults, *([LASTING] if ANSWER in subject.faults and subject.lasting else [])]
     return st.one_of(st.none(), *(kinds[k] for k in drawn))
 
 

@@ -24,10 +24,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .catalogue import ANSWERS
 from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, ErrorResponses
 from .faults import LostResponses
 from .fidelity.faithful_moto import answered_by
-from .history import ANSWER, ANSWERS, LOST, PROVIDER_DOWN, STILL_IN_PROGRESS, Fault
+from .history import ANSWER, LASTING, LOST, PROVIDER_DOWN, STILL_IN_PROGRESS, Fault
 from .services.payment_provider import PaymentProvider
 from .specification import CONTRACT_HEADERS, REPLAY_MARKS, SUCCESS, UNKNOWN, classify, in_words
 from .tables import as_dynamodb_json, as_python
@@ -81,6 +82,23 @@ class Subject:
     # provider's key is near its end (PROVIDER_WINDOW - MARGIN): check_handler(..., departed=True) waits to it
     grace = 0.0
     cutoff: float | None = None
+    provider_points = True   # each charge the attempt asks is a point of it (`PointedProvider`)
+    # Why not, for each event of the catalogue (helpers.catalogue) this kind of subject does not draw: the README's
+    # table says it (tools/catalogue_table.py), and tests/test_catalogue_table.py wants a reason for each one
+    why_not: dict[str, str] = {
+        "provider edge": "drawn only where the handler's module declares the provider's key window "
+                         "(`PROVIDER_WINDOW`: 11's handler)",
+        "worker": "drawn only where the handler's module has a recovery worker (`recover_unfinished`: 11's)",
+    }
+    # Names at their limits (issue 44): the longest idempotency key the design declares it takes (MAX_KEY_LENGTH in its
+    # module: 09's, Stripe's 255 characters), and the longest wallet ID (MAX_WALLET_LENGTH); None: not declared, and
+    # the exhaustive phase sends no name at that limit (only names with the separators keys are built from)
+    key_limit: int | None = None
+    wallet_limit: int | None = None
+    names_at_limits = True   # the exhaustive phase sends these names (and a key with the separators) first
+    explore_budget: int | None = None   # at most this many of the exhaustive phase's histories (None: all of them)
+    refused_in_keys = ""     # characters the design refuses in a key, by name (07's marker key `producer#id`: `#`,
+                             # helpers.validation.KEY_SEPARATOR): the key with separators leaves them out
 
     def __init__(self, handler: Callable[..., Any], name: str | None = None) -> None:
         self.handler, self.g = handler, getattr(handler, "__globals__", {})
@@ -95,6 +113,7 @@ class Subject:
         self.max_amount, self.guards_overdraft = self.g.get("MAX_AMOUNT"), bool(self.g.get("GUARDS_OVERDRAFT"))
         self.attempts = int(self.g.get("ATTEMPTS", self.attempts))
         self.grace, self.cutoff = _recovery_clock(self.g)
+        self.key_limit, self.wallet_limit = _name_limits(self.g)
         clients = {id(c): c for c in map(_client, self.g.values()) if c is not None}
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list(clients.values())
@@ -220,7 +239,7 @@ class Subject:
         self.errors.restart(at={n: kind} if family == ANSWER else {})
         self.in_progress.restart(at={n: kind} if family == STILL_IN_PROGRESS else   # the n-th transaction and its
                                  dict.fromkeys(range(n, n + self.attempts), kind)   # resends: a lasting fault
-                                 if family == ANSWERS else {})
+                                 if family == LASTING else {})
         if self.provider is not None:
             self.provider.fail_next(n if family == PROVIDER_DOWN else 0)
         self.marks = (len(self.errors.answered), len(self.in_progress.answered),
@@ -233,7 +252,7 @@ class Subject:
             return bool(self.lost.lost)
         if family == ANSWER:
             return len(self.errors.answered) > self.marks[0]
-        if family in (STILL_IN_PROGRESS, ANSWERS):
+        if family in (STILL_IN_PROGRESS, LASTING):
             return len(self.in_progress.answered) > self.marks[1]
         return family == PROVIDER_DOWN and self.provider is not None and self.provider.calls > self.marks[2]
 
@@ -254,12 +273,20 @@ class DebitSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress")
-    explores = False             # the random histories only (the debit functions' budgets)
+    explores = True              # a debit's histories are cheap: every placement first (an exercise's is
+                                 # `specified.debit_subject`'s, which sends the random histories only)
     interleaves = True           # another request may run before any of its DynamoDB requests (the checker's wire)
     world = False                # the debit functions take the table they are given: no one else changes it
     at_limits = False            # 03-05's debits let a balance go below zero, and take any amount DynamoDB stores
     invocations = False          # a debit has no invocation ID: the histories leave it out
     crashes = False              # nor a hook: no crash can fall inside it
+    _WORLD = "the debit takes the table it is given: no one else changes its wallets (`world` False)"
+    _PROVIDER = "a debit calls no payment provider: its money is the balance in DynamoDB"
+    why_not = {"close": _WORLD, "reopen": _WORLD, "elsewhere": _WORLD, "topup": _WORLD,
+               "crash": "a debit calls no `hook(step)`: there is no step for a crash to fall at (a crash between "
+                        "its calls is a lost answer, drawn)",
+               "provider edge": _PROVIDER, "provider down": _PROVIDER, "provider lost": _PROVIDER,
+               "worker": "a debit has no recovery worker: a caller resends"}
 
     def __init__(self, debit: Callable[..., Any], name: str | None = None,
                  answer: Callable[[Any, dict[str, Any]], Any] | None = None, *, table: Any = None, db: Any = None,
@@ -340,9 +367,13 @@ class HttpSubject(Subject):
     """
 
     faults = ("lost", "answer", "in progress", "provider down")
-    explores = False             # each history is real HTTP: the random histories only (their budget)
-    interleaves = True
+    explores = True              # real HTTP, ~30 ms of CPU a history: all ~160 placements from the reader's budget
+    interleaves = True           # of 100 on; below it, the first `histories` (helpers.explorer.explore)
     crashes = False              # it never calls hook(step): no crash can fall inside it
+    why_not = {"crash": "the route calls no `hook(step)`: no crash can fall inside it (a server that dies "
+                        "mid-request is a lost answer on the wire, drawn)",
+               **{name: Subject.why_not[name].replace("11's handler", "09's").replace("11's", "09's")
+                  for name in ("provider edge", "worker")}}
     CALLERS = {"shop-a": "sk_test_alice", "shop-b": "sk_test_bob"}
     OWNERS = {"alice": "acct_alice", "bob": "acct_bob"}
     wallets_of = {"shop-a": {"alice"}, "shop-b": {"bob"}}     # the model: another's wallet is refused (404)
@@ -355,9 +386,22 @@ class HttpSubject(Subject):
         self.retention = float(namespace["RETENTION_SECONDS"])
         self.max_amount, self.guards_overdraft = namespace.get("MAX_AMOUNT"), bool(namespace.get("GUARDS_OVERDRAFT"))
         self.grace, self.cutoff = _recovery_clock(namespace)
+        self.key_limit, self.wallet_limit = _name_limits(namespace)
         self.lost, self.errors, self.in_progress = _injectors()
         self.clients = list({id(c): c for c in (_client(namespace["wallets"]), _client(namespace["records"]))}.values())
         self.run, self.provider = 0, None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Subject]:
+        """As `Subject.installed`, on a pool of fresh connections: a property broken while the server ran a route
+        (another request judged at one of its points) ends that route with an error, and uvicorn closes its
+        connection after answering -- a connection the client's pool would hand the next check's first request,
+        which would get a ReadError and reach no point."""
+        pool = getattr(self.ns.get("http_client"), "_transport", None)
+        if pool is not None:
+            pool.close()          # httpcore: the connections closed, the pool open (the next request connects)
+        with super().installed() as subject:
+            yield subject
 
     def begin(self) -> None:
         self.run += 1
@@ -386,10 +430,22 @@ class OutboxSubject(Subject):
     """
 
     faults = ("provider down",)
-    explores = False
+    explores = True            # its histories are cheap: every placement first (crashes, clocks, the provider down)
     world = False              # not yet: closing a wallet in Postgres is another schema's question
     store = "Postgres"
     interleaves = False        # a duplicate at a hook would wait on the attempt's own row lock, in its own thread
+    provider_points = False    # the charges are the outbox worker's, after the attempt: no point of it
+    _REQUEST = ("a duplicate at one of its points would wait on the attempt's own row lock, in a thread of its "
+                "own; the checker runs no threads (`interleaves` False)")
+    _WORLD = "not yet: closing a wallet in Postgres is another schema's question (`world` False)"
+    _DYNAMODB = "it writes to Postgres: no DynamoDB answer to lose or fail"
+    why_not = {"copy": _REQUEST, "other payload": _REQUEST, "other caller": _REQUEST, "crossing": _REQUEST,
+               "close": _WORLD, "reopen": _WORLD, "elsewhere": _WORLD, "topup": _WORLD,
+               "lost": _DYNAMODB, **dict.fromkeys([event.name for event in ANSWERS], _DYNAMODB),
+               "provider lost": "the provider is charged by the outbox worker after the attempt ended, at no point "
+                                "of it; a charge made and its answer lost, in the worker, is not drawn yet",
+               "provider edge": "10's provider key is the outbox row's: no provider window is declared",
+               "worker": "10's outbox worker runs at quiescence, always (`drain`), not as a recovery worker"}
 
     def __init__(self, namespace: dict[str, Any], name: str = "10 pay") -> None:
         self.ns, self.g, self.handler, self.name = namespace, namespace, namespace["pay"], name
@@ -457,6 +513,16 @@ class RecordSubject:
     """
 
     faults = ("lost", "answer")
+    _NO_MONEY = "a write that is not money: one request, one write, no payment in flight to interleave with"
+    _NO_CLOCK = "no lease, retention window or TTL in a record's design"
+    why_not = {"copy": _NO_MONEY, "other payload": _NO_MONEY, "other caller": _NO_MONEY, "crossing": _NO_MONEY,
+               "close": "no wallet", "reopen": "no wallet", "elsewhere": "no wallet", "topup": "no wallet",
+               "lease before": _NO_CLOCK, "lease after": _NO_CLOCK, "retention after": _NO_CLOCK,
+               "ttl sweep": _NO_CLOCK, "provider edge": "no provider", "provider down": "no provider",
+               "provider lost": "no provider", "worker": "no recovery worker",
+               "crash": "a single write: a crash before it is no request, after it a lost answer (drawn)",
+               **{name: "a record's write is one PutItem or UpdateItem, never a transaction" for name in
+                  ("answer TransactionInProgress", "answer TransactionInProgress (the original commits)")}}
     writes = 1                         # a fault falls on the request's write
     faults_alike = True                # each fault (and none) drawn alike
     requests: tuple[tuple, ...] = ()
@@ -560,6 +626,12 @@ def _recovery_clock(g: dict[str, Any]) -> tuple[float, float | None]:
     return float(g.get("RECOVERY_GRACE_SECONDS", 0)), None if cutoff is None else float(cutoff)
 
 
+def _name_limits(g: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The longest idempotency key and wallet ID a handler's module declares it takes (None: not declared)."""
+    key, wallet = g.get("MAX_KEY_LENGTH"), g.get("MAX_WALLET_LENGTH")
+    return (None if key is None else int(key)), (None if wallet is None else int(wallet))
+
+
 def _debited(result: Any, payload: dict[str, Any]) -> dict[str, Any]:
     return {"status": 201, "body": json.dumps({"debited": payload["amount"], "from": payload["wallet"]})}
 
@@ -571,3 +643,8 @@ def _client(value: Any) -> Any:
     except TypeError:
         return None
     return client if hasattr(client, "_endpoint") else None
+
+
+# the kinds of subject, and the lessons each checks: the README's table of what each draws (tools/catalogue_table.py)
+KINDS: tuple[tuple[type, str], ...] = ((Subject, "06, 11"), (HttpSubject, "09"), (DebitSubject, "03-05, 07, 08"),
+                                       (OutboxSubject, "10"), (RecordSubject, "01, 02"))

@@ -57,6 +57,28 @@ def test_the_specification_says_what_it_judges():
     assert "every failure answer DynamoDB can give" not in text
 
 
+@pytest.mark.backend_independent
+def test_names_at_the_edges_where_the_subject_declares_its_limits():
+    """Issue 44: a key with the separators keys are built from, for every subject (less what the design refuses by
+    name); a key exactly as long as the design takes, and a wallet ID as long, where it declares them (09)."""
+    from types import SimpleNamespace
+
+    from helpers import explorer
+    from helpers.subjects import KINDS, RecordSubject
+
+    plain = SimpleNamespace(key_limit=None, wallet_limit=None, refused_in_keys="")
+    assert [p.request[1] for p in explorer.names(plain)] == ["k#1@2"]
+    declared = SimpleNamespace(key_limit=255, wallet_limit=64, refused_in_keys="#")
+    keyed, long_key, long_wallet = explorer.names(declared)
+    assert "#" not in keyed.request[1] and "@" in keyed.request[1] and long_key.key_length == 255
+    assert len(long_wallet.request[2][0]) == 64
+    history = SimpleNamespace(tag=123, epoch=0)
+    sized = explorer._sized(history, long_key.request, 255)[1]
+    assert len(f"r123-0-{sized}") == 255 and "@" in sized
+    for cls, _ in KINDS:     # every subject but a record's explores first (check_handler reads the class's own)
+        assert vars(cls).get("explores", False) is (cls is not RecordSubject), cls.__name__
+
+
 CHECKER_MODULES = ("checker", "machine", "history", "explorer", "specification", "catalogue", "subjects")
 
 

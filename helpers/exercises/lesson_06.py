@@ -215,9 +215,10 @@ def pay_held(complete: Complete, *, histories: int = HISTORIES) -> Any:
     from ..subjects import Subject
 
     subject = Subject(ns["pay"], name="06's pay with your completion")
-    # the completion meets none of these: the world changing, amounts at the limits, another request before a
-    # DynamoDB call (a copy at a step, after a stall, is what reaches it), a lasting fault on the debit's transaction
-    subject.world = subject.at_limits = subject.between_calls = subject.lasting = False
+    # the completion meets none of these: the world changing, amounts and names at the limits, another request
+    # before a DynamoDB call (a copy at a step, after a stall, is what reaches it), a lasting fault on the debit's
+    # transaction
+    subject.world = subject.at_limits = subject.names_at_limits = subject.between_calls = subject.lasting = False
     try:
         return check_handler(subject, histories=histories, steps=4, shrink=SHRINK)
     finally:

@@ -23,7 +23,7 @@ import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..history import ANSWER, ANSWERS, LOST, PROVIDER_DOWN, Fault, Sent, Written
+from ..history import ANSWER, LASTING, LOST, PROVIDER_DOWN, Fault, Sent, Written
 from ..subjects import RecordSubject, read_in_process
 from ..tables import as_dynamodb_json, as_python, read_item, with_ints
 from ..wire import client_of
@@ -101,9 +101,9 @@ def _fault_story(fault: Fault) -> str:
         return f"the card provider is down for {fault.n} request{'' if fault.n == 1 else 's'}"
     if fault.family == LOST:
         return f"the answer to its {nth} write is lost on the way back (the write landed)"
-    if fault.family in (ANSWER, ANSWERS):
+    if fault.family in (ANSWER, LASTING):
         code = CODE.get(fault.kind, fault.kind)
-        again = " and to every resend of it" if fault.family == ANSWERS else ""
+        again = " and to every resend of it" if fault.family == LASTING else ""
         return f"DynamoDB answers its {nth} write{again} with {code} ({EFFECT.get(fault.kind, 'nothing written')})"
     return (f"DynamoDB answers its {nth} transaction with TransactionInProgress "
             f"({'the original commits' if fault.applied else 'nothing written'})")
@@ -201,7 +201,13 @@ def debit_subject(debit: Callable[..., Any], table: Any, db: Any, *, name: str |
     def key(wallet_id: str) -> dict[str, str]:
         return {"pk": wallet_id, "sk": "wallet"} if wallet_sort_key else {"pk": wallet_id}
 
-    subject = DebitSubject(debit, name=name, answer=answer, table=table, db=db, key=key, opening=opening)
+    class ExerciseDebit(DebitSubject):
+        """An exercise's debit: the random histories only, staged (`STAGES`: a notebook's second or two, and the
+        PASS line's count of histories, committed in the solutions' outputs, stays what it was)."""
+
+        explores = False
+
+    subject = ExerciseDebit(debit, name=name, answer=answer, table=table, db=db, key=key, opening=opening)
     subject.writes, subject.faults_alike, subject.waits = writes, True, False
     return subject
 
