@@ -34,7 +34,7 @@ from .specification import CONTRACT_HEADERS, REPLAY_MARKS, SUCCESS, UNKNOWN, cla
 from .tables import as_dynamodb_json, as_python
 from .tables import open_wallet as _open_wallet
 from .tables import read_balance as _read_balance
-from .wire import client_of, watched
+from .wire import WrittenKeys, client_of, watched
 
 WALLETS = {"alice": 1000, "bob": 1000}    # each history's wallets, and their opening balances
 
@@ -126,17 +126,40 @@ class Subject:
         for schedule in (self.lost, self.errors, self.in_progress):
             for client in self.clients:
                 schedule.install(client)
+        watched_tables = {t.name: [k["AttributeName"] for k in t.key_schema] for t in self.tables()
+                          if t.name != self.wallets.name} if self.reader is not None else {}
+        self.written = WrittenKeys(watched_tables) if watched_tables else None
+        for client in self.clients if self.written is not None else ():
+            self.written.install(client)
         try:
             yield self
         finally:
             for schedule in (self.in_progress, self.errors, self.lost):
                 schedule.uninstall()
+            if self.written is not None:
+                self.written.uninstall()
+                self.forget_written()
             if "provider" in self.g:
                 self.g["provider"] = kept
 
+    def forget_written(self) -> None:
+        """Delete what the last history wrote outside the wallets (its records: keys no later history sends), so
+        that a scan of a handler's table -- a recovery worker's, a TTL sweep's -- meets this history's items only,
+        as in a world of its own, and does not grow with every history. Items the handler's module had before the
+        check are never touched."""
+        written = getattr(self, "written", None)
+        if written is None:
+            return
+        faithful = answered_by(self.reader)
+        for table, keys in written.forget().items():
+            for key in keys:
+                if faithful is None or not faithful.delete(self.reader.meta.region_name, table, key):
+                    self.reader.delete_item(TableName=table, Key=key)
+
     def begin(self) -> None:
-        """A new history: a fresh provider, every wallet back to its balance."""
+        """A new history: what the last one wrote forgotten, a fresh provider, every wallet back to its balance."""
         self.run += 1
+        self.forget_written()
         self.provider = self.g["provider"] = PointedProvider(self.clock)
         self.closed, self.elsewhere = {}, dict.fromkeys(WALLETS, 0)
         for wallet, balance in WALLETS.items():
@@ -149,7 +172,7 @@ class Subject:
         disarmed between requests (they would only count the write, and start counting again when armed) and the
         checker's, idle then. True if it was; False: send the request."""
         client, own = client_of(self.wallets), (self.lost, self.errors, self.in_progress)
-        faithful = answered_by(client)
+        faithful, own = answered_by(client), (*own, *filter(None, [getattr(self, "written", None)]))
         if not item or faithful is None or watched(client, "PutItem", ignoring=own):
             return False
         return faithful.put(client.meta.region_name, self.wallets.name, as_dynamodb_json(item))
@@ -224,6 +247,7 @@ class Subject:
         left unfinished, against a provider of its own, so that each history's worker meets only its own payments."""
         if self.g.get("recover_unfinished") is None:
             return
+        self.forget_written()             # the earlier histories' payments: gone, not finished (nothing to scan)
         self.g["provider"] = PaymentProvider(self.clock)
         self.clock.advance(self.lease + self.grace + 1)
         self.recover()

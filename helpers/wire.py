@@ -33,6 +33,7 @@ notebook 06's scenario logs).
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -280,3 +281,41 @@ class Between(Layer):
                 self.other()
             self.seen += 1
         return call.send()
+
+
+# --- the items a client writes ---------------------------------------------------------------------------------
+
+class WrittenKeys(Layer):
+    """Note the key (DynamoDB JSON) of every item the clients it is installed on write, per table, for the tables
+    whose key attributes `key_names` gives (table name -> names); `forget()` hands them over and starts again. A
+    watcher of writes only: reads pass untouched, and the in-process reads (`watched`) are not kept from them."""
+
+    operations = WRITES
+
+    def __init__(self, key_names: dict[str, list[str]]) -> None:
+        self.key_names, self.keys = key_names, {}
+
+    def on_wire(self, call: Call) -> Result:
+        if call.operation in WRITES and call.attempt == 1:
+            for table, item in _items_written(call.operation, json.loads(call.request.body or b"{}")):
+                names = self.key_names.get(table)
+                if names and all(name in item for name in names):
+                    key = {name: item[name] for name in names}
+                    self.keys.setdefault(table, {})[json.dumps(key, sort_keys=True)] = key
+        return call.send()
+
+    def forget(self) -> dict[str, list[dict[str, Any]]]:
+        found, self.keys = {table: list(keys.values()) for table, keys in self.keys.items()}, {}
+        return found
+
+
+def _items_written(operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(table, the item's key or whole item) for each item a write request names."""
+    if operation == "TransactWriteItems":
+        specs = [next(iter(entry.values())) for entry in params.get("TransactItems", [])]
+    elif operation == "BatchWriteItem":
+        specs = [{"TableName": table, **next(iter(entry.values()))}
+                 for table, entries in params.get("RequestItems", {}).items() for entry in entries]
+    else:
+        specs = [params]
+    return [(spec.get("TableName", ""), spec.get("Key") or spec.get("Item") or {}) for spec in specs]
