@@ -136,10 +136,10 @@ def drawn_by(subject: object) -> list[Event]:
             family = {"lost": "lost", "answer": "answer", "provider": "provider down"}[event.family]
             if event.kind in (IN_PROGRESS, IN_PROGRESS_APPLIED):
                 family = "in progress"
+            if event.name == "provider lost":   # at a provider call of the attempt, or as a fault of its own
+                family = "provider down" if getattr(subject, "provider_points", True) else "provider lost"
             if family not in faults:
-                continue
-            if event.name == "provider lost" and not getattr(subject, "provider_points", True):
-                continue          # its charges are no point of an attempt in flight (10's: the outbox worker's)
+                continue          # (10's charges are no point of an attempt: the outbox worker's, drawn as faults)
         elif event.needs == "cutoff":
             if getattr(subject, "cutoff", None) is None:
                 continue

@@ -22,7 +22,8 @@ from typing import Any
 
 from .dynamodb_errors import IN_PROGRESS, IN_PROGRESS_APPLIED
 
-LOST, ANSWER, LASTING, STILL_IN_PROGRESS, PROVIDER_DOWN = "lost", "answer", "answers", "in progress", "provider down"
+LOST, ANSWER, LASTING, STILL_IN_PROGRESS = "lost", "answer", "answers", "in progress"
+PROVIDER_DOWN, PROVIDER_LOST = "provider down", "provider lost"
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class Fault:
     """A fault injected into one request. `family`: the answer to its `n`-th write lost (`lost`); DynamoDB answers
     its `n`-th write with `kind` (`answer`), or its `n`-th transaction and each of the handler's resends of it
     (`answers`); its `n`-th transaction answered TransactionInProgress, `kind` saying whether the original commits
-    (`in progress`); the provider down for `n` requests (`provider down`)."""
+    (`in progress`); the provider down for `n` requests (`provider down`), or charging and its answer lost for `n`
+    (`provider lost`: a timeout after the charge was made)."""
 
     family: str
     n: int
@@ -48,6 +50,8 @@ class Fault:
         """The fault as a history says it, after the request (`one_write`: the request makes one write)."""
         if self.family == PROVIDER_DOWN:
             return f", the provider down for {self.n} request(s)"
+        if self.family == PROVIDER_LOST:
+            return f", the provider charging and its answer lost for {self.n} request(s)"
         write = "its write" if one_write and self.n == 0 else f"write {self.n}"
         if self.family == ANSWER:
             return f", DynamoDB answers {write} with {self.kind}"
@@ -63,7 +67,7 @@ class Fault:
         return {LOST: f"write {self.n}: answer lost", ANSWER: f"write {self.n}: {self.kind}",
                 LASTING: f"transaction {self.n}: {self.kind}, resends too",
                 STILL_IN_PROGRESS: f"transaction {self.n}: in progress",
-                PROVIDER_DOWN: f"down for {self.n}"}[self.family]
+                PROVIDER_DOWN: f"down for {self.n}", PROVIDER_LOST: f"charged, answer lost ({self.n})"}[self.family]
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,8 @@ def history_events(history: list[Step], store: str, sentence: str) -> tuple[Any,
         how = "resent at quiescence" if step.invocation == "quiesce" else step.invocation
         event(step.caller, f"{step.key}: {step.amount} {step.wallet} ({how})", to="handler")
         if step.fault:
-            event("provider" if step.fault.family == PROVIDER_DOWN else store, step.fault.label(), "tab:orange")
+            lane = "provider" if step.fault.family in (PROVIDER_DOWN, PROVIDER_LOST) else store
+            event(lane, step.fault.label(), "tab:orange")
 
     def answered(step: Sent) -> None:
         if step.crashed_at:

@@ -32,7 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from .catalogue import world_words
 from .dynamodb_errors import DISTINCT_KINDS
-from .history import ANSWER, LASTING, LOST, PROVIDER_DOWN, Fault, Happened, Sent, When, Written
+from .history import ANSWER, LASTING, LOST, PROVIDER_DOWN, PROVIDER_LOST, Fault, Happened, Sent, When, Written
 from .specification import (
     FINAL,
     Crash,
@@ -140,7 +140,8 @@ def faults_for(subject: Subject | RecordSubject) -> st.SearchStrategy:
                   ANSWER: [(ANSWER, n, kind) for n in range(last + 1) for kind in DISTINCT_KINDS],
                   "in progress": [("in progress", n, applied) for n in range(min(2, last) + 1)
                                   for applied in (False, True)],
-                  PROVIDER_DOWN: [(PROVIDER_DOWN, 1), (PROVIDER_DOWN, 2)]}
+                  PROVIDER_DOWN: [(PROVIDER_DOWN, 1), (PROVIDER_DOWN, 2)],
+                  PROVIDER_LOST: [(PROVIDER_LOST, 1), (PROVIDER_LOST, 2)]}
         return st.sampled_from([None, *(fault for k in subject.faults for fault in listed[k])])
     kinds = {LOST: st.tuples(st.just(LOST), st.integers(0, last)),
              ANSWER: st.tuples(st.just(ANSWER), st.integers(0, last), st.sampled_from(DISTINCT_KINDS)),
@@ -148,7 +149,8 @@ def faults_for(subject: Subject | RecordSubject) -> st.SearchStrategy:
              # own resends used up), and then no more: a fault that lasts, and ends
              LASTING: st.tuples(st.just(LASTING), st.integers(0, 1), st.sampled_from(DISTINCT_KINDS)),
              "in progress": st.tuples(st.just("in progress"), st.integers(0, min(2, last)), st.booleans()),  # applied?
-             PROVIDER_DOWN: st.tuples(st.just(PROVIDER_DOWN), st.integers(1, 2))}
+             PROVIDER_DOWN: st.tuples(st.just(PROVIDER_DOWN), st.integers(1, 2)),
+             PROVIDER_LOST: st.tuples(st.just(PROVIDER_LOST), st.integers(1, 2))}
     drawn = [*subject.faults, *([LASTING] if ANSWER in subject.faults and subject.lasting else [])]
     return st.one_of(st.none(), *(kinds[k] for k in drawn))
 

@@ -28,7 +28,7 @@ from .catalogue import ANSWERS
 from .dynamodb_errors import DISTINCT_KINDS, IN_PROGRESS, IN_PROGRESS_APPLIED, ErrorResponses
 from .faults import LostResponses
 from .fidelity.faithful_moto import answered_by
-from .history import ANSWER, LASTING, LOST, PROVIDER_DOWN, STILL_IN_PROGRESS, Fault
+from .history import ANSWER, LASTING, LOST, PROVIDER_DOWN, PROVIDER_LOST, STILL_IN_PROGRESS, Fault
 from .services.payment_provider import PaymentProvider
 from .specification import CONTRACT_HEADERS, REPLAY_MARKS, SUCCESS, UNKNOWN, classify, in_words
 from .tables import as_dynamodb_json, as_python
@@ -429,6 +429,7 @@ class HttpSubject(Subject):
 
     def begin(self) -> None:
         self.run += 1
+        self.forget_written()
         self.provider = self.ns["provider"] = PointedProvider(self.clock)
         self.closed, self.elsewhere = {}, dict.fromkeys(WALLETS, 0)
         for wallet, balance in WALLETS.items():
@@ -453,7 +454,7 @@ class OutboxSubject(Subject):
     the worker's calls: a provider that is down for n calls stays down until the worker has met them.
     """
 
-    faults = ("provider down",)
+    faults = ("provider down", "provider lost")   # on the outbox worker's calls: charging refused, or made and lost
     explores = True            # its histories are cheap: every placement first (crashes, clocks, the provider down)
     world = False              # not yet: closing a wallet in Postgres is another schema's question
     store = "Postgres"
@@ -466,8 +467,6 @@ class OutboxSubject(Subject):
     why_not = {"copy": _REQUEST, "other payload": _REQUEST, "other caller": _REQUEST, "crossing": _REQUEST,
                "close": _WORLD, "reopen": _WORLD, "elsewhere": _WORLD, "topup": _WORLD,
                "lost": _DYNAMODB, **dict.fromkeys([event.name for event in ANSWERS], _DYNAMODB),
-               "provider lost": "the provider is charged by the outbox worker after the attempt ended, at no point "
-                                "of it; a charge made and its answer lost, in the worker, is not drawn yet",
                "provider edge": "10's provider key is the outbox row's: no provider window is declared",
                "worker": "10's outbox worker runs at quiescence, always (`drain`), not as a recovery worker"}
 
@@ -489,7 +488,7 @@ class OutboxSubject(Subject):
 
     def begin(self) -> None:
         self.run += 1
-        self.provider = self.ns["provider"] = PaymentProvider(self.clock)
+        self.provider = self.ns["provider"] = PointedProvider(self.clock)     # its charges: no points, lost or not
         (first, balance), *others = WALLETS.items()
         self.ns["open_account"](first, balance)                       # empties the tables: a fresh start
         with self.ns["pg"].admin() as conn:
@@ -515,6 +514,8 @@ class OutboxSubject(Subject):
     def arm(self, fault: Fault | None) -> None:
         if fault is not None and fault.family == PROVIDER_DOWN:
             self.provider.fail_next(fault.n)
+        if fault is not None and fault.family == PROVIDER_LOST:
+            self.provider.lose_next(fault.n)       # the worker's next n charges are made, and their answers lost
 
     def fired(self, fault: Fault | None) -> bool:
         return fault is not None     # the provider's failures fall on the worker's later calls
@@ -607,17 +608,18 @@ class PointedProvider(PaymentProvider):
     while an attempt is sent), and `lose_next()` makes the next charge happen and its answer be lost."""
 
     point: Callable[[str], None] | None = None
-    _lose = False
+    _lose = 0
 
-    def lose_next(self) -> None:
-        self._lose = True
+    def lose_next(self, n: int = 1) -> None:
+        """The next `n` charges (more, if some are still to lose) happen, and their answers are lost."""
+        self._lose += n
 
     def charge(self, wallet_id: str, amount: int, idempotency_key: str) -> Any:
         if self.point is not None:
             self.point("at the provider's charge")
         made = super().charge(wallet_id, amount, idempotency_key)
         if self._lose:
-            self._lose = False
+            self._lose -= 1
             raise ProviderTimedOut(f"the provider charged {made.charge_id}, and its answer was lost")
         return made
 

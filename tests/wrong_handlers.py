@@ -719,9 +719,9 @@ OUTBOXES = [
           lambda: _10("10 a finished key forgotten", claim=_10_claim_forgetting)),
     Wrong("10 worker charging with a fresh key", POSTGRES, "The outbox worker charges with a new provider key for "
           "every attempt, so an attempt whose charge went through and whose record did not charges again.",
-          lambda: _10("10 worker charging with a fresh key", deliver_one=_10_fresh_worker_key), histories=50,
-          lacks="faults in the worker: no history crashes it or fails its database between the charge and the "
-                "record of the delivery"),
+          lambda: _10("10 worker charging with a fresh key", deliver_one=_10_fresh_worker_key), histories=50),
+    # refused since issue 44: the provider charging and its answer lost, on the worker's calls (catalogue:
+    # "provider lost", drawn for OutboxSubject as a fault of the worker's)
 ]
 
 

@@ -23,7 +23,7 @@ import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..history import ANSWER, LASTING, LOST, PROVIDER_DOWN, Fault, Sent, Written
+from ..history import ANSWER, LASTING, LOST, PROVIDER_DOWN, PROVIDER_LOST, Fault, Sent, Written
 from ..subjects import RecordSubject, read_in_process
 from ..tables import as_dynamodb_json, as_python, read_item, with_ints
 from ..wire import client_of
@@ -99,6 +99,8 @@ def _fault_story(fault: Fault) -> str:
     nth = ORDINALS[fault.n] if fault.n < len(ORDINALS) else f"#{fault.n}"
     if fault.family == PROVIDER_DOWN:
         return f"the card provider is down for {fault.n} request{'' if fault.n == 1 else 's'}"
+    if fault.family == PROVIDER_LOST:
+        return f"the card provider charges, and its answer is lost ({fault.n} time{'' if fault.n == 1 else 's'})"
     if fault.family == LOST:
         return f"the answer to its {nth} write is lost on the way back (the write landed)"
     if fault.family in (ANSWER, LASTING):
