@@ -495,3 +495,28 @@ def test_a_retried_stream_batch_hands_over_the_same_records_with_the_same_event_
     poller = StreamPoller(nb["streams"], arn, fails_once)
     read_to_the_end(poller)
     assert len(seen) == 2 and seen[0] == seen[1] and len({e for e, _ in seen[0]}) == 3
+
+
+def test_a_stream_hands_over_changed_and_deleted_items_too_and_the_consumer_pays_only_new_ones(nb):
+    """Issue 44: a stream delivers every kind of record -- INSERT, MODIFY and REMOVE (a delete, TTL's among them)
+    -- and a REMOVE under NEW_IMAGE carries no new image. The consumer pays for new items only: a changed or
+    deleted payment item is skipped, not a failed batch that holds the shard."""
+    payments, arn = nb["fresh_stream_table"](nb["db"], "payments-07", StreamSpecification=nb["STREAM"])
+    for n in (1, 2, 3):
+        payments.put_item(Item={"pk": nb["payment"](n)["operation_id"], "producer": "shop", "wallet": nb["WALLET"],
+                                "amount": nb["AMOUNT"]})
+    payments.update_item(Key={"pk": "op-02"}, UpdateExpression="SET checked = :yes",
+                         ExpressionAttributeValues={":yes": True})                     # MODIFY
+    payments.delete_item(Key={"pk": "op-03"})                                           # REMOVE
+    nb["new_wallet"]()
+    log, kinds = [], []
+    consumer = nb["stream_handler"](nb["debit_by_operation"], log)
+
+    def handler(event, context):
+        kinds.extend(record["eventName"] for record in event["Records"])
+        return consumer(event, context)
+    poller = StreamPoller(nb["streams"], arn, handler)
+    read_to_the_end(poller)
+    assert kinds == ["INSERT", "INSERT", "INSERT", "MODIFY", "REMOVE"]
+    assert all(batch.checkpointed and not batch.discarded for batch in poller.batches)
+    assert [row["record"] for row in log] == ["op-01", "op-02", "op-03"] and nb["debits"]() == 3
