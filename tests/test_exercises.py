@@ -187,13 +187,3 @@ def test_05_last_request_id_fails_the_aba_order_and_the_ledger_passes(db):
     assert not verdict.passed and "A → B → A" in verdict.message
     assert "expected balance 70, your debit left 60" in verdict.message
     assert check_ledger_debit(nb["debit_ledger"], db=db).passed
-
-
-def test_06_the_notebooks_complete_is_fenced_and_safe_to_retry(db):
-    nb = lesson("06_saved_responses.ipynb")
-
-    def complete(records, key, lease_token, response):
-        nb["records"] = records                              # the notebook's complete() writes to its global table
-        return nb["complete"](key, lease_token, response)
-
-    assert check_fenced_completion(complete, db=db).passed
