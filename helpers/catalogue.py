@@ -41,6 +41,7 @@ TTL = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitwor
 BUILDERS = "https://aws.amazon.com/builders-library/making-retries-safe-with-idempotent-APIs/"
 ERRORS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html"
 TRANSACT = "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html"
+ITEM_LIMITS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Constraints.html#limits-items"
 LSI = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/LSI.html#LSI.ItemCollections.SizeLimit"
 MRSC = ("https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
         "V2globaltables_HowItWorks.html#V2globaltables_HowItWorks.consistency-modes")
@@ -116,6 +117,10 @@ NOT_DRAWN = {
                                                  "with a size limit; no lesson's table has one", LSI),
     "ReplicatedWriteConflictException": ("only a global table with multi-Region strong consistency answers it; "
                                          "no lesson's table is global", MRSC),
+    "ValidationException (item size)": ("an item over 400 KB is refused with nothing written; every lesson checks a "
+                                        "request before it writes (exactly a wallet and an amount, names of bounded "
+                                        "length: helpers/payment_requests.py) and saves a status, a short body and "
+                                        "two headers, so no record comes near the limit", ITEM_LIMITS),
     "ResourceNotFoundException": ("the table does not exist: a deployment error no resend fixes, and every "
                                   "lesson's table exists before its first request", ERRORS),
 }
