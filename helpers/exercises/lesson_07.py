@@ -103,125 +103,143 @@ class _Queue:
                              f"the last one {_answered(last)}.")
 
 
+def _fresh(db: Backend) -> Any:
+    """A fresh exercise table with wallet "w" holding START."""
+    return wallet_table(db, "exercise-07", "w", START)
+
+
+def _scenario_runs(db: Backend, sqs: Any, consumer: QueueConsumer, schedules: int) -> None:
+    """Seeded runs with producer resends and crashes before DeleteMessage: each payment debited once."""
+    for seed in range(schedules):
+        rng, table = random.Random(seed), _fresh(db)
+        queue, resent, crashed = _Queue(db, sqs, table, consumer), [], []
+        for n in range(1, PAYMENTS + 1):
+            body = {"operation_id": f"op-{n}", "wallet": "w", "amount": AMOUNT}
+            queue.send(body)
+            if rng.random() < 0.5:
+                queue.send(body)
+                resent.append(f"op-{n}")
+
+        def crash() -> bool:
+            if rng.random() < 0.4:
+                crashed.append(len(queue.deliveries) + 1)
+                return True
+            return False
+
+        queue.drain(crash)
+        expected, actual = START - AMOUNT * PAYMENTS, read_balance(table, "w")
+        if actual != expected:
+            raise Counterexample(
+                f"{PAYMENTS} payments of {AMOUNT} from {START} (seed {seed}).\n"
+                f"The producer sent {', '.join(resent) or 'none'} twice (its SendMessage response was lost);\n"
+                f"the consumer crashed before DeleteMessage on deliveries {crashed or 'none'}.\n"
+                f"Expected balance {expected}, your consumer left {actual}.")
+
+
+def _scenario_concurrent(db: Backend, consumer: QueueConsumer, message: dict[str, Any]) -> None:
+    """16 concurrent deliveries of one message: one debit, no errors."""
+    table = _fresh(db)
+    outcomes = race(lambda i: consumer(table, message), 16)
+    errors = [o for o in outcomes if isinstance(o, Exception)]
+    if errors or read_balance(table, "w") != START - AMOUNT:
+        detail = _answered(errors[0]) if errors else f"left {read_balance(table, 'w')}"
+        raise Counterexample(f"16 concurrent deliveries of one message: expected balance {START - AMOUNT},\n"
+                             f"your consumer {detail}.")
+
+
+def _scenario_dynamodb_answers(db: Backend, sqs: Any, consumer: QueueConsumer) -> None:
+    """Each of DynamoDB's failure answers on the first write: the payment still made, once."""
+    for kind, conflict_item, described in ANSWERS:
+        table = _fresh(db)
+        queue = _Queue(db, sqs, table, consumer)
+        queue.send({"operation_id": "op-1", "wallet": "w", "amount": AMOUNT})
+        errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
+        try:
+            queue.drain()
+        finally:
+            errors.uninstall()
+        expected, actual = START - AMOUNT, read_balance(table, "w")
+        if actual != expected:
+            first, deleted = queue.deliveries[0]
+            raise Counterexample(
+                f"one payment of {AMOUNT} from {START}. DynamoDB answered your consumer's first write with\n"
+                f"{described}.\n"
+                f"Your consumer {_answered(first)}; the message was "
+                f"{'deleted' if deleted else 'left on the queue'}.\n"
+                f"Expected balance {expected}, your consumer left {actual}"
+                + (" -- a payment lost." if actual > expected else "."))
+
+
+def _scenario_redelivered_in_between(db: Backend, consumer: QueueConsumer, message: dict[str, Any]) -> None:
+    """A redelivery's debit landing between the consumer's read and its write: still one debit."""
+    table = _fresh(db)
+    other = db.table("exercise-07")                   # another consumer, on a client of its own
+    copy = Between(lambda: answer(lambda: consumer(other, message))).install(table)
+    result = answer(lambda: consumer(table, message))
+    copy.uninstall()
+    if read_balance(table, "w") != START - AMOUNT:
+        raise Counterexample(
+            f"one payment of {AMOUNT} from {START}. SQS delivered the message to your consumer, and again to\n"
+            "another consumer (the first one's visibility timeout ran out); the other one's debit landed just\n"
+            f"before your consumer's write. Your consumer {_answered(result)}.\n"
+            f"Expected balance {START - AMOUNT}, your consumer left {read_balance(table, 'w')}:\n"
+            "the marker's condition must be checked by the write itself, not by a read before it.")
+
+
+def _scenario_missing_wallet(db: Backend, consumer: QueueConsumer, message: dict[str, Any]) -> None:
+    """A message for a wallet that does not exist: WalletNotFound (a LookupError), nothing written."""
+    table = _fresh(db)
+    gone = dict(message, MessageId="00000000-0000-4000-8000-000000000003",
+                Body=json.dumps({"operation_id": "op-gone", "wallet": "nobody", "amount": AMOUNT}))
+    before = table.scan(ConsistentRead=True)["Items"]
+    result = answer(lambda: consumer(table, gone))
+    wrote = table.scan(ConsistentRead=True)["Items"] != before
+    if not isinstance(result, LookupError) or wrote:
+        raise Counterexample(
+            f"a message for a wallet that does not exist: DynamoDB cancels the transaction with\n"
+            "CancellationReasons [ConditionalCheckFailed, None] -- the wallet's condition, not the marker's.\n"
+            f"Expected WalletNotFound and nothing written; your consumer {_answered(result)}"
+            + (" and wrote to the table" if wrote else "")
+            + (":\nthe message would be deleted, and a payment that never happened counted as made."
+               if not isinstance(result, Exception) else "."))
+
+
+def _scenario_bad_input(db: Backend, consumer: QueueConsumer, message: dict[str, Any]) -> None:
+    """A message with a bad amount: ValueError, and the balance unchanged."""
+    table = _fresh(db)
+    bad = dict(message, MessageId="00000000-0000-4000-8000-000000000002",
+               Body=json.dumps({"operation_id": "op-bad", "wallet": "w", "amount": -5}))
+    try:
+        consumer(table, bad)
+    except ValueError:
+        pass
+    except Exception as error:
+        raise Counterexample(
+            f"a message with amount -5 should raise ValueError, got {type(error).__name__}.") from error
+    else:
+        raise Counterexample("a message with amount -5 was accepted;\n"
+                             "bad input should raise ValueError and write nothing.")
+    if read_balance(table, "w") != START:
+        raise Counterexample("the message with a bad amount changed the balance; it should write nothing.")
+
+
 def check_safe_consumer(consumer: QueueConsumer, *, db: Backend | None = None, schedules: int = 8,
                         histories: int = HISTORIES) -> Verdict:
     """Does `consumer(table, message)` debit each payment once, however often it arrives? Returns a `Verdict`."""
     db = db or connect()
     use_virtual_time(db.clock)
     sqs = db.sqs()
-
-    def fresh() -> Any:
-        return wallet_table(db, "exercise-07", "w", START)
-
-    def runs() -> None:
-        for seed in range(schedules):
-            rng, table = random.Random(seed), fresh()
-            queue, resent, crashed = _Queue(db, sqs, table, consumer), [], []
-            for n in range(1, PAYMENTS + 1):
-                body = {"operation_id": f"op-{n}", "wallet": "w", "amount": AMOUNT}
-                queue.send(body)
-                if rng.random() < 0.5:
-                    queue.send(body)
-                    resent.append(f"op-{n}")
-
-            def crash() -> bool:
-                if rng.random() < 0.4:
-                    crashed.append(len(queue.deliveries) + 1)
-                    return True
-                return False
-
-            queue.drain(crash)
-            expected, actual = START - AMOUNT * PAYMENTS, read_balance(table, "w")
-            if actual != expected:
-                raise Counterexample(
-                    f"{PAYMENTS} payments of {AMOUNT} from {START} (seed {seed}).\n"
-                    f"The producer sent {', '.join(resent) or 'none'} twice (its SendMessage response was lost);\n"
-                    f"the consumer crashed before DeleteMessage on deliveries {crashed or 'none'}.\n"
-                    f"Expected balance {expected}, your consumer left {actual}.")
-
     message = {"MessageId": "00000000-0000-4000-8000-000000000001", "ReceiptHandle": "r",
                "Body": json.dumps({"operation_id": "op-same", "wallet": "w", "amount": AMOUNT})}
-
-    def concurrent() -> None:
-        table = fresh()
-        outcomes = race(lambda i: consumer(table, message), 16)
-        errors = [o for o in outcomes if isinstance(o, Exception)]
-        if errors or read_balance(table, "w") != START - AMOUNT:
-            detail = _answered(errors[0]) if errors else f"left {read_balance(table, 'w')}"
-            raise Counterexample(f"16 concurrent deliveries of one message: expected balance {START - AMOUNT},\n"
-                                 f"your consumer {detail}.")
-
-    def dynamodb_answers() -> None:
-        for kind, conflict_item, described in ANSWERS:
-            table = fresh()
-            queue = _Queue(db, sqs, table, consumer)
-            queue.send({"operation_id": "op-1", "wallet": "w", "amount": AMOUNT})
-            errors = ErrorResponses(at={0: kind}, conflict_item=conflict_item).install(table)
-            try:
-                queue.drain()
-            finally:
-                errors.uninstall()
-            expected, actual = START - AMOUNT, read_balance(table, "w")
-            if actual != expected:
-                first, deleted = queue.deliveries[0]
-                raise Counterexample(
-                    f"one payment of {AMOUNT} from {START}. DynamoDB answered your consumer's first write with\n"
-                    f"{described}.\n"
-                    f"Your consumer {_answered(first)}; the message was "
-                    f"{'deleted' if deleted else 'left on the queue'}.\n"
-                    f"Expected balance {expected}, your consumer left {actual}"
-                    + (" -- a payment lost." if actual > expected else "."))
-
-    def redelivered_in_between() -> None:
-        table = fresh()
-        other = db.table("exercise-07")                   # another consumer, on a client of its own
-        copy = Between(lambda: answer(lambda: consumer(other, message))).install(table)
-        result = answer(lambda: consumer(table, message))
-        copy.uninstall()
-        if read_balance(table, "w") != START - AMOUNT:
-            raise Counterexample(
-                f"one payment of {AMOUNT} from {START}. SQS delivered the message to your consumer, and again to\n"
-                "another consumer (the first one's visibility timeout ran out); the other one's debit landed just\n"
-                f"before your consumer's write. Your consumer {_answered(result)}.\n"
-                f"Expected balance {START - AMOUNT}, your consumer left {read_balance(table, 'w')}:\n"
-                "the marker's condition must be checked by the write itself, not by a read before it.")
-
-    def missing_wallet() -> None:
-        table = fresh()
-        gone = dict(message, MessageId="00000000-0000-4000-8000-000000000003",
-                    Body=json.dumps({"operation_id": "op-gone", "wallet": "nobody", "amount": AMOUNT}))
-        before = table.scan(ConsistentRead=True)["Items"]
-        result = answer(lambda: consumer(table, gone))
-        wrote = table.scan(ConsistentRead=True)["Items"] != before
-        if not isinstance(result, LookupError) or wrote:
-            raise Counterexample(
-                f"a message for a wallet that does not exist: DynamoDB cancels the transaction with\n"
-                "CancellationReasons [ConditionalCheckFailed, None] -- the wallet's condition, not the marker's.\n"
-                f"Expected WalletNotFound and nothing written; your consumer {_answered(result)}"
-                + (" and wrote to the table" if wrote else "")
-                + (":\nthe message would be deleted, and a payment that never happened counted as made."
-                   if not isinstance(result, Exception) else "."))
-
-    def bad_input() -> None:
-        table = fresh()
-        bad = dict(message, MessageId="00000000-0000-4000-8000-000000000002",
-                   Body=json.dumps({"operation_id": "op-bad", "wallet": "w", "amount": -5}))
-        try:
-            consumer(table, bad)
-        except ValueError:
-            pass
-        except Exception as error:
-            raise Counterexample(
-                f"a message with amount -5 should raise ValueError, got {type(error).__name__}.") from error
-        else:
-            raise Counterexample("a message with amount -5 was accepted;\n"
-                                 "bad input should raise ValueError and write nothing.")
-        if read_balance(table, "w") != START:
-            raise Counterexample("the message with a bad amount changed the balance; it should write nothing.")
-
     held = Specification(lambda: consumer_held(consumer, db=db, histories=histories), injected=INJECTED,
                          within=("one payload per operation ID",))
-    return verdict([runs, redelivered_in_between, concurrent, dynamodb_answers, missing_wallet, bad_input, held],
+    return verdict([lambda: _scenario_runs(db, sqs, consumer, schedules),
+                    lambda: _scenario_redelivered_in_between(db, consumer, message),
+                    lambda: _scenario_concurrent(db, consumer, message),
+                    lambda: _scenario_dynamodb_answers(db, sqs, consumer),
+                    lambda: _scenario_missing_wallet(db, consumer, message),
+                    lambda: _scenario_bad_input(db, consumer, message),
+                    held],
                    passed=lambda: (
         f"{schedules} runs with crashes and resends, a redelivery between your read and your write, 16 concurrent "
         f"deliveries, {len(ANSWERS)} of DynamoDB's failure answers, a missing wallet and bad input all handled. "
