@@ -70,6 +70,7 @@ class Backend:
         self._local = local
         self._faithful = None
         self._resource_class: Any = None     # boto3's DynamoDB resource class, built once (see `resource`)
+        self._table_class: Any = None        # and its Table class (see `table`)
         self._server = None
         self._tables_created: list[str] = []
         # On aws, and on a DynamoDB Local shared between kernels (RETRY_DYNAMODB_ENDPOINT, e.g. one server for a
@@ -126,8 +127,19 @@ class Backend:
         return self._resource_class(client=client)
 
     def table(self, name: str, **client_options: Any) -> Any:
-        """A boto3 `Table` for an existing table (see `tables.py` to create one)."""
-        return self.resource(**client_options).Table(self.table_name(name))
+        """A boto3 `Table` for an existing table (see `tables.py` to create one).
+
+        `resource().Table(name)` would build boto3's Table class from its JSON model on every call: here it is
+        built once per backend, and each table is an instance of it with the client asked for (as `.Table`
+        makes it: the table name, then ``client=``)."""
+        if self._table_class is None:
+            self._table_class = type(self.resource(**client_options).Table(self.table_name(name)))
+        return self._table_class(self.table_name(name), client=self.client(**client_options))
+
+    def emptied_in_process(self, name: str, key_names: list[str]) -> bool:
+        """On moto, empty the existing table `name` (keyed exactly by `key_names`) in this process, as its
+        requests would, and say so; False, with nothing done, where the requests must be sent (see `tables.py`)."""
+        return self._faithful is not None and self._faithful.empty(REGION, name, key_names)
 
     def table_name(self, base: str) -> str:
         """The real table name: unique per process on `aws` and on a shared DynamoDB Local, as given elsewhere."""

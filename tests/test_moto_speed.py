@@ -67,6 +67,16 @@ def _requests(t: str) -> list[tuple[str, dict[str, Any]]]:
         update("SET #s = :a", "#s <> :a", {"#s": "status"}, {":a": {"N": "1"}}),
         update("SET #s = :a", "#s <> :a", {"#s": "status"}, {":a": {"N": "1"}}),
         update("REMOVE tags[0] SET n = n + :v", "size(tags) > :z", None, {":v": {"N": "1"}, ":z": {"N": "0"}}),
+        # the validators that only look (kept once passed, under the same text, names and key attributes)
+        update("SET #k = :a", None, {"#k": "n"}, {":a": {"N": "7"}}),
+        update("SET #k = :a", None, {"#k": "pk"}, {":a": {"S": "x"}}),       # the key: refused, names differ
+        update("SET #k = :a", None, {"#k": "n"}, {":a": {"N": "8"}}),
+        update("SET pk = :a", None, None, {":a": {"S": "x"}}),
+        update("SET n = :a, n = :b", None, None, {":a": {"N": "1"}, ":b": {"N": "2"}}),
+        update("SET #a = :a, #b = :b", None, {"#a": "n", "#b": "m"}, {":a": {"N": "1"}, ":b": {"N": "2"}}),
+        update("SET #a = :a, #b = :b", None, {"#a": "n", "#b": "n"}, {":a": {"N": "1"}, ":b": {"N": "2"}}),
+        update("SET n = :a SET m = :a", None, None, {":a": {"N": "1"}}),
+        update("ADD c :a ADD d :a", None, None, {":a": {"N": "1"}}),
         ("put_item", put_once),
         ("put_item", put_once),
         ("transact_write_items", {"TransactItems": [

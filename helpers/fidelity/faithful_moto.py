@@ -104,6 +104,18 @@ class FaithfulMoto:
                 return False
             return True
 
+    def empty(self, region: str, table: str, key_names: list[str]) -> bool:
+        """Delete every item of `table`, as a Scan and a DeleteItem per item would, without sending a request.
+        False, and nothing deleted, unless the table exists with exactly `key_names` as its key and no stream
+        (a stream records each delete: send the requests then, so that it does)."""
+        tables = _tables_of(region)
+        with self._lock:
+            found = tables.tables.get(table)
+            if found is None or found.table_key_attrs != key_names or found.stream_shard is not None:
+                return False
+            found.items.clear()
+            return True
+
     def __call__(self, request: Any, event_name: str = "", **kwargs: Any) -> Any:
         operation = event_name.rsplit(".", 1)[-1]
         with self._lock:

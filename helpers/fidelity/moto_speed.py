@@ -41,6 +41,7 @@ import contextlib
 import functools
 import inspect
 import json
+import pickle
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from typing import Any
@@ -48,6 +49,8 @@ from typing import Any
 import moto.core.responses as moto_responses
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models import table as moto_table
+from moto.dynamodb.parsing import validators as moto_validators
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 from moto.dynamodb.responses import DynamoHandler
 
@@ -58,6 +61,8 @@ _stock_lex = ConditionExpressionParser._lex_condition_expression
 _stock_parse = ConditionExpressionParser.parse
 _stock_method_names = moto_responses.method_names_from_class
 _stock_scan = moto_table.Table.scan
+_stock_traverse = DepthFirstTraverser.traverse_node_recursively
+_stock_deepcopy = moto_validators.deepcopy
 # `_scan` is moto 5.2.5's loop: used only while moto's Table.scan still takes these arguments and has the helpers it
 # calls (another moto keeps its own scan, slower but right).
 _SCAN_FITS = tuple(inspect.signature(_stock_scan).parameters) == (
@@ -68,7 +73,89 @@ _SCAN_FITS = tuple(inspect.signature(_stock_scan).parameters) == (
 
 @functools.lru_cache(maxsize=_CACHED)
 def _update_ast(expression: str) -> Any:
-    return _stock_make(UpdateExpressionParser, expression)
+    tree = _stock_make(UpdateExpressionParser, expression)
+    _pickled.keep(id(tree), (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)))
+    return tree
+
+
+def _deepcopy(value: Any, memo: Any = None) -> Any:
+    """moto's validators' `deepcopy`: a kept tree is copied from its pickle (the same nodes, five times faster)."""
+    kept = _pickled.get(id(value))
+    if memo is None and kept is not None and kept[0] is value:
+        return pickle.loads(kept[1])
+    return _stock_deepcopy(value, memo)
+
+
+def _traverse(self: Any, node: Any, child_id: int = -1) -> Any:
+    """moto's `DepthFirstTraverser.traverse_node_recursively`, with what each kind of node gets worked out once
+    per traversal (moto builds the processor's map, and a tuple of its keys, again at every node): the same
+    nodes, visited in the same order, each processed by the same function."""
+    pairs = tuple(self._processing_map().items())
+    before_child = self.pre_processing_of_child
+    plans: dict[type, Any] = {}   # a node's type -> None (not a Node), False (not processed), or its processor
+
+    def plan(kind: type) -> Any:
+        if not issubclass(kind, Node):
+            return None
+        return next((processor for key, processor in pairs if issubclass(kind, key)), False)
+
+    def walk(node: Any, child_id: int) -> Any:
+        kind = type(node)
+        processor = plans[kind] if kind in plans else plans.setdefault(kind, plan(kind))
+        if processor is not None:
+            parent_node = node.parent
+            if node.children is not None:
+                for i, child_node in enumerate(node.children):
+                    before_child(node, i)
+                    walk(child_node, i)
+            if processor is not False:
+                node = processor(node)
+                node.parent = parent_node
+                if parent_node:
+                    parent_node.children[child_id] = node
+        return node
+
+    return walk(node, child_id)
+
+
+# The validators that only look: each raises or hands back the tree as it was, and what it finds depends on the
+# expression's text, its ExpressionAttributeNames and the table's key attributes alone (not on the item or the
+# values). Once they have passed a kept tree under those names and keys, they pass it every time.
+_LOOKING = (moto_validators.ActionCountValidator, moto_validators.OverlappingPathsValidator,
+            moto_validators.UpdateHashRangeKeyValidator)
+_stock_validator_init = moto_validators.UpdateExpressionValidator.__init__
+_stock_validate = moto_validators.Validator.validate
+
+
+def _validator_init(self: Any, expression: Any, *args: Any, **kwargs: Any) -> None:
+    _stock_validator_init(self, expression, *args, **kwargs)
+    self.speed_tree = expression
+
+
+def _validate(self: Any) -> Any:
+    """moto's `Validator.validate`, leaving out the looking validators where they have passed this tree before."""
+    tree = getattr(self, "speed_tree", None)
+    entry = _pickled.get(id(tree))
+    if entry is None or entry[0] is not tree:
+        return _stock_validate(self)
+    try:
+        key = (id(tree), json.dumps(self.expression_attribute_names), tuple(self.table.table_key_attrs))
+    except (TypeError, ValueError):
+        return _stock_validate(self)
+    passed = _looked.get(key) is tree
+    looking = sum(type(processor) in _LOOKING for processor in self.processors)
+    n = self.node_to_validate
+    for processor in self.processors:
+        if type(processor) in _LOOKING:
+            if passed:
+                continue
+            n = processor.traverse(n)
+            looking -= 1
+            if looking == 0:
+                _looked.keep(key, tree)
+        else:
+            n = processor.traverse(n)
+    return n
 
 
 def _make(cls: type, expression_str: str) -> Any:
@@ -101,6 +188,11 @@ class _Bounded(OrderedDict):  # type: ignore[type-arg]
 
 
 _conditions = _Bounded()
+# id(tree) -> (tree, its pickle): how a kept UpdateExpression tree is copied for moto's validator. The entry holds
+# the tree, so its id is not reused while the entry lives.
+_pickled = _Bounded()
+# (id(tree), names, key attributes) -> tree: the looking validators passed it (see `_validate`)
+_looked = _Bounded()
 
 
 def _parse(self: ConditionExpressionParser) -> Any:
@@ -192,6 +284,10 @@ def _install(fast: bool) -> None:
     ConditionExpressionParser.parse = _parse if fast else _stock_parse  # type: ignore[method-assign]
     moto_responses.method_names_from_class = _method_names if fast else _stock_method_names
     moto_table.Table.scan = _scan if fast and _SCAN_FITS else _stock_scan  # type: ignore[method-assign]
+    DepthFirstTraverser.traverse_node_recursively = _traverse if fast else _stock_traverse  # type: ignore
+    moto_validators.deepcopy = _deepcopy if fast else _stock_deepcopy
+    moto_validators.UpdateExpressionValidator.__init__ = _validator_init if fast else _stock_validator_init
+    moto_validators.UpdateExpressionValidator.validate = _validate if fast else _stock_validate
 
 
 def use_moto_speed() -> None:
