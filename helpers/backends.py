@@ -14,10 +14,13 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import types
 import uuid
+import weakref
 from typing import Any
 
 import boto3
+import botocore.hooks
 import botocore.session
 from botocore.config import Config
 
@@ -174,6 +177,25 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"Backend({self.name!r})"
+
+
+_stock_accepts_kwargs = botocore.hooks.accepts_kwargs
+_varkw: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _accepts_kwargs(handler: Any) -> Any:
+    """botocore's check that an event handler takes ``**kwargs`` (`inspect.getfullargspec` on every handler of
+    every new client, a third of a client's making), answered once per function: a bound method takes them
+    exactly when its function does."""
+    function = handler.__func__ if isinstance(handler, types.MethodType) else handler
+    if not isinstance(function, types.FunctionType):
+        return _stock_accepts_kwargs(handler)
+    if function not in _varkw:
+        _varkw[function] = _stock_accepts_kwargs(function)
+    return _varkw[function]
+
+
+botocore.hooks.accepts_kwargs = _accepts_kwargs
 
 
 def _unsigned_on_moto(**_: Any) -> Any:

@@ -170,3 +170,34 @@ def test_an_expression_moto_refuses_is_refused_the_same_way_every_time(db):
                            ExpressionAttributeValues={":a": {"N": "1"}})
     assert messages == [(stock.value.response["Error"]["Code"], stock.value.response["Error"]["Message"])] * 3
     assert messages[0][0] == "ValidationException"
+
+
+def test_a_dynamodb_request_reaches_moto_as_werkzeug_would_build_it(db, monkeypatch):
+    """moto_speed writes a DynamoDB request's WSGI environ itself: the same keys and values (the body too) as
+    werkzeug's EnvironBuilder gives for every request the helpers' clients send here, with and without SDK
+    retries, a table name, keys and values outside ASCII, and binary values."""
+    import moto.core.request as moto_request
+
+    sent: list[tuple[Any, ...]] = []
+    fast = moto_request.Request.from_primitives.__func__
+
+    def noting(cls: type, method: str, url: str, headers: Any, body: Any = None) -> Any:
+        sent.append((method, url, dict(headers), body))
+        return fast(cls, method, url, headers, body)
+
+    monkeypatch.setattr(moto_request.Request, "from_primitives", classmethod(noting))
+    table = helpers.fresh_table(db, "speed-environ-é")
+    for client in (db.client(), db.client(sdk_retries=True)):
+        client.put_item(TableName=table.name, Item={"pk": {"S": "ålice ✓"}, "b": {"B": b"\x00\xff"}})
+        client.get_item(TableName=table.name, Key={"pk": {"S": "ålice ✓"}}, ConsistentRead=True)
+        client.describe_table(TableName=table.name)
+
+    def environ(request: Any) -> tuple[dict[str, Any], bytes]:
+        found = {k: v for k, v in request.environ.items() if k not in ("wsgi.input", "werkzeug.request")}
+        return found, request.environ["wsgi.input"].read()
+
+    assert len(sent) >= 6
+    for method, url, headers, body in sent:
+        assert fast is moto_speed._from_primitives
+        assert environ(fast(moto_request.Request, method, url, headers, body)) == environ(
+            moto_speed._stock_from_primitives(moto_request.Request, method, url, headers, body))
