@@ -201,3 +201,51 @@ def test_a_dynamodb_request_reaches_moto_as_werkzeug_would_build_it(db, monkeypa
         assert fast is moto_speed._from_primitives
         assert environ(fast(moto_request.Request, method, url, headers, body)) == environ(
             moto_speed._stock_from_primitives(moto_request.Request, method, url, headers, body))
+
+
+def test_dynamodb_answers_are_serialized_byte_for_byte_as_moto_does(db, monkeypatch):
+    """moto_speed writes an AttributeValue (every value of every item) itself: each answer's body is the same
+    bytes as moto's own serializer writes, for items of every type (nested maps and lists, sets, null, booleans,
+    empty strings, text outside ASCII, and binaries, which moto's serializer keeps)."""
+    import moto.core.responses as moto_responses
+
+    bodies: list[bytes] = []
+    stock_execute = moto_responses.ActionResult.execute_result
+
+    def noting(self: Any, context: Any) -> Any:
+        status, headers, body = stock_execute(self, context)
+        bodies.append(body)
+        return status, headers, body
+
+    monkeypatch.setattr(moto_responses.ActionResult, "execute_result", noting)
+    client = db.client()
+    item = {"pk": {"S": "ålice ✓"}, "n": {"N": "-1.50"}, "empty": {"S": ""}, "none": {"NULL": True},
+            "yes": {"BOOL": True}, "no": {"BOOL": False}, "ss": {"SS": ["b", "a", "✓"]}, "ns": {"NS": ["1", "2.5"]},
+            "m": {"M": {"inner": {"M": {"deep": {"L": [{"S": "x"}, {"N": "1"}, {"M": {}}, {"L": []}]}}},
+                        "b": {"B": b"\x00\xff"}}},
+            "l": {"L": [{"NULL": True}, {"SS": ["z"]}, {"BS": [b"\x01"]}]}, "bin": {"B": b"raw"}}
+
+    def answers(name: str) -> list[str]:
+        t = helpers.fresh_table(db, name).name
+        bodies.clear()
+        client.put_item(TableName=t, Item=item)
+        client.put_item(TableName=t, Item={"pk": {"S": "bob"}, "n": {"N": "2"}})
+        client.get_item(TableName=t, Key={"pk": {"S": "ålice ✓"}})
+        client.get_item(TableName=t, Key={"pk": {"S": "nobody"}})
+        client.update_item(TableName=t, Key={"pk": {"S": "bob"}}, UpdateExpression="SET n = n + :one",
+                           ExpressionAttributeValues={":one": {"N": "1"}}, ReturnValues="ALL_NEW")
+        with pytest.raises(ClientError):
+            client.put_item(TableName=t, Item=item, ConditionExpression="attribute_not_exists(pk)",
+                            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        client.scan(TableName=t)
+        client.query(TableName=t, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "bob"}})
+        client.batch_get_item(RequestItems={t: {"Keys": [{"pk": {"S": "bob"}}, {"pk": {"S": "ålice ✓"}}]}})
+        client.transact_get_items(TransactItems=[{"Get": {"TableName": t, "Key": {"pk": {"S": "ålice ✓"}}}}])
+        client.delete_item(TableName=t, Key={"pk": {"S": "bob"}}, ReturnValues="ALL_OLD")
+        return [str(body).replace(t, "<table>") for body in bodies]
+
+    with moto_speed.stock_moto():
+        stock = answers("speed-bytes-stock")
+    fast = answers("speed-bytes-fast")
+    assert any("\"NULL\": true" in body for body in stock) and len(stock) >= 10
+    assert fast == stock

@@ -50,6 +50,7 @@ from typing import Any
 
 import moto.core.request as moto_request
 import moto.core.responses as moto_responses
+import moto.core.serialize as moto_serialize
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models import table as moto_table
 from moto.dynamodb.parsing import validators as moto_validators
@@ -65,6 +66,7 @@ _stock_parse = ConditionExpressionParser.parse
 _stock_method_names = moto_responses.method_names_from_class
 _stock_scan = moto_table.Table.scan
 _stock_from_primitives = moto_request.Request.from_primitives.__func__  # type: ignore[attr-defined]
+_stock_json_serialize = moto_serialize.BaseJSONSerializer._serialize
 _stock_traverse = DepthFirstTraverser.traverse_node_recursively
 _stock_deepcopy = moto_validators.deepcopy
 # `_scan` is moto 5.2.5's loop: used only while moto's Table.scan still takes these arguments and has the helpers it
@@ -316,6 +318,44 @@ def _from_primitives(cls: type, method: str, url: str, headers: Any, body: Any =
     return request
 
 
+_NOT_PLAIN = object()
+_STRINGS, _BOOLEANS, _STRING_LISTS = frozenset({"S", "N"}), frozenset({"NULL", "BOOL"}), frozenset({"SS", "NS"})
+
+
+def _attribute_value(value: Any) -> Any:
+    """A DynamoDB AttributeValue as moto's JSON serializer writes it, or _NOT_PLAIN where that is not sure (a
+    binary, anything but a dict of one type): moto's serializer visits the shape's ten members, each tried under
+    several names, for every value of every item, and writes back the one the dict holds."""
+    if type(value) is not dict or len(value) != 1:
+        return _NOT_PLAIN
+    (kind, inner), = value.items()
+    if kind in _STRINGS:
+        return {kind: str(inner)} if isinstance(inner, str) else _NOT_PLAIN
+    if kind in _BOOLEANS:
+        return {kind: inner} if type(inner) is bool else _NOT_PLAIN
+    if kind in _STRING_LISTS:
+        ok = type(inner) is list and all(isinstance(v, str) and v not in ([], {}) for v in inner)
+        return {kind: [str(v) for v in inner]} if ok else _NOT_PLAIN
+    if kind == "M" and type(inner) is dict and all(isinstance(k, str) for k in inner):
+        members = {k: _attribute_value(v) for k, v in inner.items()}
+        return _NOT_PLAIN if _NOT_PLAIN in members.values() else {kind: members}
+    if kind == "L" and type(inner) is list:
+        items = [_attribute_value(v) for v in inner]
+        return _NOT_PLAIN if any(v is _NOT_PLAIN for v in items) else {kind: items}
+    return _NOT_PLAIN
+
+
+def _json_serialize(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+    """moto's JSON `_serialize`, with a DynamoDB AttributeValue written at once where `_attribute_value` can."""
+    if (key and shape.name == "AttributeValue" and not shape.serialization
+            and self.operation_model.service_model.service_name == "dynamodb"):
+        plain = _attribute_value(value)
+        if plain is not _NOT_PLAIN:
+            serialized[key] = plain
+            return
+    _stock_json_serialize(self, serialized, value, shape, key)
+
+
 _installed = False
 
 
@@ -328,6 +368,7 @@ def _install(fast: bool) -> None:
     DepthFirstTraverser.traverse_node_recursively = _traverse if fast else _stock_traverse  # type: ignore
     moto_validators.deepcopy = _deepcopy if fast else _stock_deepcopy
     moto_request.Request.from_primitives = classmethod(_from_primitives if fast else _stock_from_primitives)
+    moto_serialize.BaseJSONSerializer._serialize = _json_serialize if fast else _stock_json_serialize  # type: ignore
     moto_validators.UpdateExpressionValidator.__init__ = _validator_init if fast else _stock_validator_init
     moto_validators.UpdateExpressionValidator.validate = _validate if fast else _stock_validate
 
