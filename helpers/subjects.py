@@ -476,6 +476,7 @@ class OutboxSubject(Subject):
         self.lease, self.retention = float(namespace["LEASE_SECONDS"]), 24 * 3600.0
         self.run, self.provider = 0, None
         self.lost = self.errors = self.in_progress = None
+        self._looking: Any = None     # the checker's own connection, for setting up and reading balances
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Subject]:
@@ -485,15 +486,33 @@ class OutboxSubject(Subject):
             yield self
         finally:
             self.ns["provider"] = kept
+            if self._looking is not None:
+                self._looking.close()
+                self._looking = None
+
+    def _look(self, sql: str, params: tuple[Any, ...]) -> Any:
+        """`sql` on the checker's own uncounted connection (one for the whole check, not one per look: each new
+        connection is a server process). A history that ended this thread's connections (a crash) ended it too:
+        then it is opened again, once."""
+        import psycopg
+
+        for last in (False, True):
+            if self._looking is None or self._looking.closed or self._looking.broken:
+                self._looking = self.ns["pg"].admin()
+            try:
+                return self._looking.execute(sql, params)
+            except psycopg.OperationalError:
+                if last or not self._looking.broken:
+                    raise
+        raise AssertionError("unreachable")
 
     def begin(self) -> None:
         self.run += 1
         self.provider = self.ns["provider"] = PointedProvider(self.clock)     # its charges: no points, lost or not
         (first, balance), *others = WALLETS.items()
         self.ns["open_account"](first, balance)                       # empties the tables: a fresh start
-        with self.ns["pg"].admin() as conn:
-            for wallet, balance in others:
-                conn.execute("INSERT INTO wallets (wallet_id, balance) VALUES (%s, %s)", (wallet, balance))
+        for wallet, balance in others:
+            self._look("INSERT INTO wallets (wallet_id, balance) VALUES (%s, %s)", (wallet, balance))
 
     def call(self, key: str, payload: dict[str, Any], invocation: str, hook: Callable[[str], None],
              caller: str) -> Any:
@@ -501,9 +520,8 @@ class OutboxSubject(Subject):
 
     def balances(self) -> dict[str, int]:
         """Every wallet's balance, in one SELECT on one connection (read before and after each request)."""
-        with self.ns["pg"].admin() as conn:
-            found = dict(conn.execute("SELECT wallet_id, balance FROM wallets WHERE wallet_id = ANY(%s)",
-                                      (list(WALLETS),)).fetchall())
+        found = dict(self._look("SELECT wallet_id, balance FROM wallets WHERE wallet_id = ANY(%s)",
+                                (list(WALLETS),)).fetchall())
         return {wallet: int(found[wallet]) for wallet in WALLETS}
 
     def drain(self) -> None:
