@@ -249,3 +249,44 @@ def test_dynamodb_answers_are_serialized_byte_for_byte_as_moto_does(db, monkeypa
     fast = answers("speed-bytes-fast")
     assert any("\"NULL\": true" in body for body in stock) and len(stock) >= 10
     assert fast == stock
+
+
+def test_a_dynamodb_request_goes_where_motos_stubber_would_send_it(db, monkeypatch):
+    """moto_speed sends a DynamoDB request straight to moto's DynamoDB handler: the first service moto's stubber
+    matches for the client's URL is DynamoDB, and its first URL pattern that matches leads to that handler. And
+    the direct route is taken for every request the helpers' clients send here (the comparisons above with stock
+    moto run both routes)."""
+    import re
+
+    import moto.backend_index as backend_index
+    from moto.backends import get_backend
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.responses import DynamoHandler
+
+    client = db.client()
+    url = client.meta.endpoint_url.rstrip("/") + "/"
+    assert moto_speed._DYNAMODB_ENDPOINT.fullmatch(url)
+    service = next(name for name, pattern in backend_index.backend_url_patterns if pattern.match(url))
+    assert service == "dynamodb"
+    urls = get_backend(service)[DEFAULT_ACCOUNT_ID]["us-east-1"].urls
+    handler = next(h for pattern, h in urls.items() if re.compile(pattern).match(url))
+    assert handler == DynamoHandler.dispatch
+
+    routes: list[bool] = []
+    direct = moto_speed.dynamodb_answer
+
+    def noting(request: Any) -> Any:
+        answer = direct(request)
+        routes.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(moto_speed, "dynamodb_answer", noting)
+    table = helpers.fresh_table(db, "speed-route")
+    client.put_item(TableName=table.name, Item={"pk": {"S": "alice"}})
+    with pytest.raises(ClientError):
+        client.get_item(TableName="no-such-table", Key={"pk": {"S": "alice"}})
+    assert routes and all(routes)
+    with moto_speed.stock_moto():
+        routes.clear()
+        client.get_item(TableName=table.name, Key={"pk": {"S": "alice"}})
+        assert routes == [False]

@@ -49,6 +49,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import moto.core.request as moto_request
+import re
+from botocore.awsrequest import AWSResponse
+from moto.core.botocore_stubber import MockRawResponse
 import moto.core.responses as moto_responses
 import moto.core.serialize as moto_serialize
 from moto.dynamodb.comparisons import ConditionExpressionParser
@@ -58,6 +61,8 @@ from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 from moto.dynamodb.responses import DynamoHandler
 
+# the URLs botocore sends DynamoDB requests to, here: the first moto's stubber finds is DynamoDB's (tested)
+_DYNAMODB_ENDPOINT = re.compile(r"https://dynamodb\.[a-z0-9-]+\.amazonaws\.com/")
 _CACHED = 1024  # distinct expression texts kept; the lessons use a few dozen
 
 _stock_make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
@@ -356,10 +361,35 @@ def _json_serialize(self: Any, serialized: Any, value: Any, shape: Any, key: str
     _stock_json_serialize(self, serialized, value, shape, key)
 
 
+def dynamodb_answer(request: Any) -> Any:
+    """moto's answer to a DynamoDB request, as `botocore_stubber` gives it, without its search of every service's
+    URL patterns for the one that names DynamoDB (each request rebuilt and matched some sixty of them): the
+    request goes to moto's DynamoDB handler as the stubber sends it there, recorded as the stubber records it.
+    None where the stubber would decide otherwise: stock moto, the stubber off, another URL."""
+    from moto.core.models import botocore_stubber
+
+    if not _fast or not botocore_stubber.enabled or not isinstance(request.url, str) \
+            or not _DYNAMODB_ENDPOINT.fullmatch(request.url):
+        return None
+    from moto.core.exceptions import HTTPException
+    from moto.moto_api import recorder
+
+    normalized = moto_request.normalize_request(request)
+    try:
+        recorder._record_request(normalized)
+        status, headers, body = DynamoHandler.dispatch(normalized, normalized.raw_url, normalized.headers)
+    except HTTPException as error:
+        status, headers, body = error.code, error.get_headers(), error.get_body()
+    return AWSResponse(request.url, status, headers, MockRawResponse(body))
+
+
 _installed = False
+_fast = False   # what is in place now: moto_speed's, or stock moto's (`stock_moto`)
 
 
 def _install(fast: bool) -> None:
+    global _fast
+    _fast = fast
     UpdateExpressionParser.make = classmethod(_make if fast else _stock_make)
     ConditionExpressionParser._lex_condition_expression = _lex if fast else _stock_lex  # type: ignore[method-assign]
     ConditionExpressionParser.parse = _parse if fast else _stock_parse  # type: ignore[method-assign]
