@@ -43,17 +43,17 @@ import inspect
 import io
 import json
 import pickle
+import re
 import sys
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from typing import Any
 
 import moto.core.request as moto_request
-import re
-from botocore.awsrequest import AWSResponse
-from moto.core.botocore_stubber import MockRawResponse
 import moto.core.responses as moto_responses
 import moto.core.serialize as moto_serialize
+from botocore.awsrequest import AWSResponse
+from moto.core.botocore_stubber import MockRawResponse
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models import table as moto_table
 from moto.dynamodb.parsing import validators as moto_validators
