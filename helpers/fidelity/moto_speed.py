@@ -97,30 +97,37 @@ def _deepcopy(value: Any, memo: Any = None) -> Any:
     return _stock_deepcopy(value, memo)
 
 
+# (processor class, node type) -> None (not a Node), False (not processed), or the index of its processor in the
+# class's processing map (moto's maps are fixed per class: the same kinds, in the same order, for every instance)
+_plans: dict[tuple[type, type], Any] = {}
+
+
+def _plan(processor_class: type, kind: type, kinds: tuple[type, ...]) -> Any:
+    if not issubclass(kind, Node):
+        return None
+    return next((i for i, key in enumerate(kinds) if issubclass(kind, key)), False)
+
+
 def _traverse(self: Any, node: Any, child_id: int = -1) -> Any:
     """moto's `DepthFirstTraverser.traverse_node_recursively`, with what each kind of node gets worked out once
-    per traversal (moto builds the processor's map, and a tuple of its keys, again at every node): the same
-    nodes, visited in the same order, each processed by the same function."""
-    pairs = tuple(self._processing_map().items())
+    (moto builds the processor's map, and a tuple of its keys, again at every node): the same nodes, visited in
+    the same order, each processed by the same function."""
+    processors = tuple(self._processing_map().items())
+    kinds = tuple(kind for kind, _ in processors)
+    processor_class = type(self)
     before_child = self.pre_processing_of_child
-    plans: dict[type, Any] = {}   # a node's type -> None (not a Node), False (not processed), or its processor
-
-    def plan(kind: type) -> Any:
-        if not issubclass(kind, Node):
-            return None
-        return next((processor for key, processor in pairs if issubclass(kind, key)), False)
 
     def walk(node: Any, child_id: int) -> Any:
-        kind = type(node)
-        processor = plans[kind] if kind in plans else plans.setdefault(kind, plan(kind))
-        if processor is not None:
+        key = (processor_class, type(node))
+        plan = _plans[key] if key in _plans else _plans.setdefault(key, _plan(processor_class, key[1], kinds))
+        if plan is not None:
             parent_node = node.parent
             if node.children is not None:
                 for i, child_node in enumerate(node.children):
                     before_child(node, i)
                     walk(child_node, i)
-            if processor is not False:
-                node = processor(node)
+            if plan is not False:
+                node = processors[plan][1](node)
                 node.parent = parent_node
                 if parent_node:
                     parent_node.children[child_id] = node
