@@ -19,13 +19,15 @@ closes them for every DynamoDB client the helpers hand out:
   reports, by the rules in `capacity.py` (sizes of the items before and
   after the request, read from moto's own tables).
 
-It also parses each expression text once instead of once per request (`moto_speed.py`: the same answers,
-cheaper), and refuses to let any request leave the machine: a request moto cannot
-answer raises instead of being sent.
+It also makes moto cheaper (`moto_speed.py`: each expression parsed once, a request carried straight to
+moto's DynamoDB handler; the same answers), and refuses to let any request leave the machine: a request moto
+cannot answer raises instead of being sent.
 
 `answered_by(client)` tells which `FaithfulMoto` answers a client; its `read`
 hands over stored items and its `put` stores one, without a request (the checker
-reads the balances and opens the wallets that way: see `helpers.subjects`).
+reads the balances and opens the wallets that way: see `helpers.subjects`); its
+`empty` empties a table as its Scan and DeleteItems would (`fresh_table` on a
+table already there).
 """
 
 from __future__ import annotations
