@@ -1,7 +1,9 @@
 """The mutation set (tools/mutants.py, tests/mutation/): it still applies, and its CI subset is still killed.
 
 `make mutants` runs every mutant (about 40 minutes); here, in `make test`, the subset marked `ci` runs, each mutant
-stopping at its first killing test, the cheapest first. A notebook edited under a mutant fails the first test,
+stopping at its first killing test: the one that killed it last time first (its `ci_killer`, written by
+`tools/mutants.py --ci --remember-killers`), then the cheapest. A killer that no longer kills costs time, not the
+check: the rest of the mutant's tests run after it. A notebook edited under a mutant fails the first test,
 naming the mutant, before anything runs.
 """
 

@@ -3,6 +3,7 @@
     make mutants                                 # every mutant in tests/mutation/mutants.json; report + README score
     python tools/mutants.py --only 06-claim-2    # one mutant, its tests, what killed it
     python tools/mutants.py --ci                 # the CI subset: each must be killed (tests/test_mutants.py runs it)
+    python tools/mutants.py --ci --remember-killers   # and note each one's killing test: run first next time
     python tools/mutants.py --map                # which tests run which lesson function (tests/mutation/map.json)
     python tools/mutants.py --generate           # propose the mutants from the notebooks' `lesson` cells
 
@@ -62,6 +63,7 @@ class Mutant:
     new: str
     equivalent: str = ""     # why no test can tell it from the original, when none can
     ci: bool = False         # in the CI subset
+    ci_killer: str = ""      # in the CI subset: the test that killed it last time (--remember-killers); run first
 
     def apply(self, source: str) -> str:
         if source.count(self.old) != 1:
@@ -573,6 +575,8 @@ def run_mutant(mutant: Mutant, mapping: dict[str, Any], stop_at_first: bool = Fa
         entry["outcome"] = "no test calls it"
         return entry
     rounds = [[t for t in tests if first_round(t, mapping)], [t for t in tests if not first_round(t, mapping)]]
+    if stop_at_first and mutant.ci_killer in tests:     # the test that killed it last time first: one test, if so
+        rounds = [[mutant.ci_killer], *([t for t in chosen if t != mutant.ci_killer] for chosen in rounds)]
     for number, chosen in enumerate(rounds):
         if not chosen:
             continue
@@ -594,6 +598,16 @@ def run_mutant(mutant: Mutant, mapping: dict[str, Any], stop_at_first: bool = Fa
             entry["output"] = output[-2000:]
     entry["seconds"] = round(time.perf_counter() - started, 1)
     return entry
+
+
+def remember_killers(entries: dict[str, dict[str, Any]]) -> None:
+    """Write each killed CI mutant's first killing test into mutants.json as its `ci_killer`."""
+    written = json.loads(MUTANTS.read_text())
+    for entry in written:
+        killed_by = entries.get(entry["id"], {}).get("killed_by") or []
+        if entry.get("ci") and killed_by:
+            entry["ci_killer"] = killed_by[0]
+    MUTANTS.write_text(json.dumps(written, indent=1, ensure_ascii=False) + "\n")
 
 
 def checker_tests_of(mapping: dict[str, Any]) -> set[str]:
@@ -670,6 +684,8 @@ def main() -> int:
     parser.add_argument("--files", nargs="*", help="with --map: map these test files or ids only, keeping the rest")
     parser.add_argument("--only", nargs="*", help="these mutant ids")
     parser.add_argument("--ci", action="store_true", help="the CI subset, stopping at each mutant's first kill")
+    parser.add_argument("--remember-killers", action="store_true",
+                        help="with --ci: write each mutant's killing test into mutants.json (run first next time)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run side by side (default 2)")
     parser.add_argument("--rewrite", metavar="LABEL", help="write report-LABEL.md again from its .json")
     parser.add_argument("--label", default="", help="write tests/mutation/report-LABEL.md/.json (and the README)")
@@ -685,6 +701,7 @@ def main() -> int:
         for mutant in chosen:                     # what a person wrote about a mutant stays with it
             if mutant.id in kept:
                 mutant.equivalent, mutant.ci = kept[mutant.id].equivalent, kept[mutant.id].ci
+                mutant.ci_killer = kept[mutant.id].ci_killer
         MUTANTS.write_text(json.dumps([asdict(m) for m in chosen], indent=1, ensure_ascii=False) + "\n")
         print(f"{len(proposed)} candidates; {len(chosen)} mutants written to {MUTANTS.relative_to(ROOT)}")
         return 0
@@ -715,6 +732,8 @@ def main() -> int:
             print(f"[{(time.perf_counter() - started) / 60:4.1f} min] {entry['id']:<28} {entry['outcome']:<20} "
                   f"{len(entry['killed_by'])}/{entry['tests']} tests", flush=True)
     totals = score(chosen, entries, mapping)
+    if args.ci and args.remember_killers:
+        remember_killers(entries)
     print(f"\n{totals['killed']} of {totals['counted']} killed ({totals['killed_by_check_handler']} by check_handler "
           f"alone); {totals['equivalent']} equivalent; survived: {', '.join(totals['survived']) or 'none'}")
     if args.label:
