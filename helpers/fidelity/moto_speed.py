@@ -84,6 +84,7 @@ from moto.dynamodb.models import table as moto_table
 from moto.dynamodb.parsing import validators as moto_validators
 from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 from moto.dynamodb.responses import DynamoHandler
 
 # the URLs botocore sends DynamoDB requests to, here: the first moto's stubber finds is DynamoDB's (tested)
@@ -166,6 +167,36 @@ def _traverse(self: Any, node: Any, child_id: int = -1) -> Any:
 # values). Once they have passed a kept tree under those names and keys, they pass it every time.
 _LOOKING = (moto_validators.ActionCountValidator, moto_validators.OverlappingPathsValidator,
             moto_validators.UpdateHashRangeKeyValidator)
+_stock_before_child = moto_validators.ExpressionAttributeResolvingProcessor.pre_processing_of_child
+_ACTIONS = (moto_validators.UpdateExpressionSetAction, moto_validators.UpdateExpressionRemoveAction,
+            moto_validators.UpdateExpressionDeleteAction, moto_validators.UpdateExpressionAddAction)
+_is_action: dict[type, bool] = {}
+
+
+def _before_child(self: Any, parent_node: Any, child_id: int) -> None:
+    """moto's `ExpressionAttributeResolvingProcessor.pre_processing_of_child` (called for every child of every
+    node), asking once per node type whether it is an action: resolving is on for an action's value, not its path."""
+    kind = type(parent_node)
+    if kind not in _is_action:
+        _is_action[kind] = issubclass(kind, _ACTIONS)
+    if _is_action[kind]:
+        self.resolving = child_id != 0
+
+
+class _Keywords(list):  # type: ignore[type-arg]
+    """DynamoDB's reserved words, moto's list as it is, looked up in a set (moto asks `word in the list` for every
+    name in every expression; the list holds some 570 words)."""
+
+    def __init__(self, words: list[str]) -> None:
+        super().__init__(words)
+        self._words = frozenset(words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._words
+
+
+_stock_keywords = ReservedKeywords.get_reserved_keywords()
+_keywords = _Keywords(_stock_keywords)
 _stock_validator_init = moto_validators.UpdateExpressionValidator.__init__
 _stock_validate = moto_validators.Validator.validate
 
@@ -433,6 +464,9 @@ def _install(fast: bool) -> None:
     moto_serialize.BaseJSONSerializer._serialize = _json_serialize if fast else _stock_json_serialize  # type: ignore
     moto_validators.UpdateExpressionValidator.__init__ = _validator_init if fast else _stock_validator_init
     moto_validators.UpdateExpressionValidator.validate = _validate if fast else _stock_validate
+    moto_validators.ExpressionAttributeResolvingProcessor.pre_processing_of_child = (  # type: ignore[method-assign]
+        _before_child if fast else _stock_before_child)
+    ReservedKeywords.KEYWORDS = _keywords if fast else _stock_keywords
 
 
 def use_moto_speed() -> None:
