@@ -185,7 +185,7 @@ _varkw: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 def _accepts_kwargs(handler: Any) -> Any:
     """botocore's check that an event handler takes ``**kwargs`` (`inspect.getfullargspec` on every handler of
-    every new client, a third of a client's making), answered once per function: a bound method takes them
+    every new client, a fifth of a client's making), answered once per function: a bound method takes them
     exactly when its function does."""
     function = handler.__func__ if isinstance(handler, types.MethodType) else handler
     if not isinstance(function, types.FunctionType):

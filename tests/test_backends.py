@@ -116,3 +116,25 @@ def test_a_shared_dynamodb_local_gives_each_process_its_own_tables():
     shared = backends.Backend.__new__(backends.Backend)
     shared._suffix, shared._shared = "-run0123abcd", True
     assert shared.table_name("wallets-03") == "wallets-03-run0123abcd"
+
+
+def test_a_client_still_refuses_a_handler_without_kwargs_as_botocore_does(db):
+    """backends answers botocore's "does this handler take **kwargs?" once per function: the same answer, so a
+    handler without them is still refused when registered, a function or a bound method, the first time or not."""
+    class Handlers:
+        def without(self, request):
+            return None
+
+        def with_kwargs(self, request, **kwargs):
+            return None
+
+    def bare(request):
+        return None
+
+    for _ in range(2):
+        client = db.client()
+        for handler in (bare, Handlers().without):
+            with pytest.raises(ValueError, match="kwargs"):
+                client.meta.events.register("before-send", handler)
+        client.meta.events.register("before-send", Handlers().with_kwargs)
+        client.meta.events.register("before-send", lambda **kwargs: None)
